@@ -1,0 +1,96 @@
+"""`python -m agent_host serve`: run a function app on the local durable host, without Core Tools."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ._settings import describe_chat_client
+
+DEFAULT_APP = "function_app:app"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and run the chosen command."""
+    parser = argparse.ArgumentParser(prog="python -m agent_host", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="Serve the app's HTTP routes and entities on 127.0.0.1.")
+    serve.add_argument("--app", default=DEFAULT_APP, help="module:attribute of the app (default: %(default)s)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=7071, help="port to listen on (default: %(default)s)")
+    serve.add_argument(
+        "--state-dir", type=Path, default=Path(".agent_host"), help="where entity state is kept (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--function-key",
+        default=os.environ.get("AGENT_HOST_FUNCTION_KEY"),
+        help="require this key (x-functions-key header or ?code=) on function-level routes, as Azure does",
+    )
+    serve.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
+    args = parser.parse_args(argv)
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    load_local_settings(Path.cwd() / "local.settings.json")
+    app = load_app(args.app)
+    from ._local_host import run_local_host
+
+    run_local_host(
+        app,
+        state_dir=args.state_dir,
+        host=args.host,
+        port=args.port,
+        route_prefix=route_prefix(Path.cwd() / "host.json"),
+        function_key=args.function_key,
+        banner_lines=banner(app),
+    )
+    return 0
+
+
+def load_local_settings(path: Path) -> None:
+    """Apply `Values` from local.settings.json like `func start` does; variables already set win."""
+    if not path.exists():
+        return
+    values: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")).get("Values", {})
+    for name, value in values.items():
+        os.environ.setdefault(name, str(value))
+
+
+def load_app(spec: str) -> Any:
+    """Import `module:attribute` from the current directory.
+
+    Raises:
+        SystemExit: the spec is malformed or the module has no such attribute.
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise SystemExit(f"--app {spec!r} must look like module:attribute, e.g. {DEFAULT_APP}")
+    sys.path.insert(0, str(Path.cwd()))
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise SystemExit(f"Module {module_name!r} has no attribute {attribute!r}.") from None
+
+
+def route_prefix(host_json: Path) -> str:
+    """The HTTP route prefix from host.json (`extensions.http.routePrefix`), `api` by default."""
+    if not host_json.exists():
+        return "api"
+    config = json.loads(host_json.read_text(encoding="utf-8"))
+    return str(config.get("extensions", {}).get("http", {}).get("routePrefix", "api"))
+
+
+def banner(app: Any) -> list[str]:
+    """Lines that say which agents and models the app serves."""
+    agents = getattr(app, "agents", {})
+    return [f"Agent '{name}': {describe_chat_client(getattr(agent, 'client', None))}" for name, agent in agents.items()]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""AgentFunctionApp: a DFApp that registers, for each agent, one conversation entity, plus the shared HTTP routes.
+
+Registration only: every route closure is one call into `_routes.py`, every entity one call into `_entity.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import azure.durable_functions as df
+import azure.functions as func
+from agent_framework import SupportsAgentRun
+
+from ._entity import ConversationEntity
+from ._routes import AgentRoute, Routes
+from ._settings import HostSettings
+from ._state import RetentionModeName, RetentionSettings
+
+AGENT_NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+CONVERSATION_ROUTE = "agents/{agent}/conversations/{conversationId}"
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def entity_name_for(agent_name: str) -> str:
+    """The entity (and function) name of an agent's conversations; the host lower-cases entity names."""
+    return f"conversation_{agent_name.lower()}"
+
+
+class AgentFunctionApp(df.DFApp):
+    """A Durable Functions app that hosts Agent Framework agents as durable conversations.
+
+    Each agent gets one entity function whose key is the conversation id; the HTTP routes signal that
+    entity and read the turn's result back. The agents are used as they are: each turn runs on a shallow
+    copy, so the objects passed in are never mutated.
+
+    Args:
+        agents: The agents to host. Each needs a unique `name` (letters, digits, `_`, `-`).
+        http_auth_level: Authorization level of every route except `/health` (function keys by default).
+        settings: Limits and defaults; read from app settings when omitted.
+
+    Raises:
+        ValueError: an agent has no name, an invalid one, or one already registered.
+    """
+
+    def __init__(
+        self,
+        agents: Sequence[SupportsAgentRun] = (),
+        *,
+        http_auth_level: func.AuthLevel | str = func.AuthLevel.FUNCTION,
+        settings: HostSettings | None = None,
+    ) -> None:
+        super().__init__(http_auth_level=http_auth_level)
+        self.settings = settings or HostSettings.from_environment()
+        self._agent_routes: dict[str, AgentRoute] = {}
+        self._entities: dict[str, ConversationEntity] = {}
+        self._register_routes(Routes(self._agent_routes, self.settings))
+        for agent in agents:
+            self.add_agent(agent)
+
+    @property
+    def agents(self) -> dict[str, SupportsAgentRun]:
+        """The registered agents by name."""
+        return {name: entity.agent for name, entity in self._entities.items()}
+
+    def add_agent(
+        self,
+        agent: SupportsAgentRun,
+        *,
+        retention_mode: RetentionModeName | None = None,
+        max_state_bytes: int | None = None,
+    ) -> None:
+        """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
+
+        Args:
+            agent: The agent; it needs a unique `name`.
+            retention_mode: This agent's default retention mode (the app setting otherwise).
+            max_state_bytes: This agent's default byte budget per conversation.
+
+        Raises:
+            ValueError: the name is missing, invalid or taken.
+        """
+        name = getattr(agent, "name", None)
+        if not name:
+            raise ValueError("Every hosted agent needs a name: build it with Agent(..., name='support').")
+        if not AGENT_NAME_PATTERN.fullmatch(name):
+            raise ValueError(
+                f"Agent name {name!r} cannot be used in routes and entity names: use 1-64 letters, digits, "
+                "'_' or '-', starting with a letter."
+            )
+        clash = next((known for known in self._entities if known.lower() == name.lower()), None)
+        if clash is not None:
+            raise ValueError(f"Agent name {name!r} is registered twice (as {clash!r}); give each agent a unique name.")
+        defaults = self.settings.retention
+        retention = defaults.model_copy(
+            update={
+                key: value
+                for key, value in (("mode", retention_mode), ("max_state_bytes", max_state_bytes))
+                if value is not None
+            }
+        )
+        RetentionSettings.model_validate(retention.model_dump())
+        entity = ConversationEntity(
+            name,
+            agent,
+            retention=retention,
+            max_turn_records=self.settings.max_turn_records,
+            run_timeout_seconds=self.settings.run_timeout_seconds,
+        )
+        entity_name = entity_name_for(name)
+        self._register_entity(entity_name, entity)
+        self._entities[name] = entity
+        self._agent_routes[name] = AgentRoute(name=name, entity_name=entity_name, history=entity.plan.owner)
+
+    def _register_entity(self, entity_name: str, entity: ConversationEntity) -> None:
+        def conversation_entity(context: df.DurableEntityContext) -> None:
+            entity(context)
+
+        conversation_entity.__name__ = entity_name
+        self.function_name(entity_name)(
+            self.entity_trigger(context_name="context", entity_name=entity_name)(conversation_entity)
+        )
+
+    def _register_routes(self, routes: Routes) -> None:
+        @self.function_name("health")
+        @self.route(route="health", methods=_ALL_METHODS, auth_level=func.AuthLevel.ANONYMOUS)
+        async def health(req: func.HttpRequest) -> func.HttpResponse:
+            return await routes.health(req)
+
+        @self.function_name("conversation_turns")
+        @self.route(route=f"{CONVERSATION_ROUTE}/turns", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def conversation_turns(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.turns(req, client)
+
+        @self.function_name("conversation_turn")
+        @self.route(route=f"{CONVERSATION_ROUTE}/turns/{{turnId}}", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def conversation_turn(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.turn(req, client)
+
+        @self.function_name("conversation")
+        @self.route(route=CONVERSATION_ROUTE, methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def conversation(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.conversation(req, client)
+
+        @self.function_name("conversation_messages")
+        @self.route(route=f"{CONVERSATION_ROUTE}/messages", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def conversation_messages(
+            req: func.HttpRequest, client: df.DurableOrchestrationClient
+        ) -> func.HttpResponse:
+            return await routes.messages(req, client)

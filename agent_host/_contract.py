@@ -1,0 +1,110 @@
+"""The HTTP contract: request bodies (camelCase on the wire) and the rendering of stored records as responses.
+
+Knows the wire format, not how the entity stores history beyond the record shapes in `_state`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic.alias_generators import to_camel
+
+from ._errors import InvalidRequestError
+
+CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class _WireModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class TurnRequest(_WireModel):
+    """Body of `POST .../turns`."""
+
+    message: StrictStr
+    wait: StrictBool = True
+    timeout_seconds: StrictInt | StrictFloat | None = Field(default=None)
+
+
+def validate_conversation_id(conversation_id: str) -> str:
+    """Accept ids of 1-128 characters from `[A-Za-z0-9._-]`, starting with a letter or digit and without '..'.
+
+    Raises:
+        InvalidRequestError: with code `invalid_conversation_id`.
+    """
+    if not CONVERSATION_ID_PATTERN.fullmatch(conversation_id) or ".." in conversation_id:
+        shown = conversation_id if len(conversation_id) <= 140 else conversation_id[:140] + "..."
+        raise InvalidRequestError(
+            f"Conversation id {shown!r} is invalid: use 1-128 characters from A-Z a-z 0-9 . _ -, starting with a "
+            "letter or digit, without '..'.",
+            code="invalid_conversation_id",
+        )
+    return conversation_id
+
+
+def validate_turn_id(turn_id: str) -> str:
+    """Accept turn ids as the host issues them.
+
+    Raises:
+        InvalidRequestError: with code `invalid_turn_id`.
+    """
+    if not TURN_ID_PATTERN.fullmatch(turn_id):
+        raise InvalidRequestError(
+            f"Turn id {turn_id[:80]!r} is invalid: use the turnId a turn request returned.", code="invalid_turn_id"
+        )
+    return turn_id
+
+
+def iso_time(epoch_ms: int | None) -> str | None:
+    """Milliseconds since the epoch as an ISO 8601 UTC timestamp."""
+    if epoch_ms is None:
+        return None
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def render_message(record: dict[str, Any]) -> dict[str, Any]:
+    """A stored message as the API shows it, with compaction's annotations made readable."""
+    contents = record.get("contents")
+    if contents is None:
+        contents = [{"type": "text", "text": record.get("text", "")}]
+        text = record.get("text", "")
+    else:
+        text = "".join(content.get("text", "") for content in contents if content.get("type") == "text")
+    props: dict[str, Any] = record.get("props") or {}
+    body: dict[str, Any] = {
+        "messageId": record["id"],
+        "role": record["role"],
+        "text": text,
+        "contents": contents,
+        "createdAt": iso_time(record.get("at")),
+        "excluded": bool(props.get("_excluded", False)),
+    }
+    if record.get("author"):
+        body["authorName"] = record["author"]
+    if props.get("_exclude_reason"):
+        body["excludeReason"] = props["_exclude_reason"]
+    if props:
+        body["annotations"] = props
+    return body
+
+
+def render_turn(conversation_id: str, turn_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A turn record as the body of a turn response."""
+    body: dict[str, Any] = {"conversationId": conversation_id, "turnId": turn_id, "status": record["status"]}
+    if record["status"] == "completed":
+        body["text"] = record.get("text") or ""
+        body["messages"] = [render_message(message) for message in record.get("messages", [])]
+        body["usage"] = record.get("usage") or {}
+    else:
+        body["error"] = record["error"]
+    body["completedAt"] = iso_time(record.get("at"))
+    return body
+
+
+def render_pending(conversation_id: str, turn_id: str) -> dict[str, Any]:
+    """The body of a turn that has not finished yet."""
+    return {"conversationId": conversation_id, "turnId": turn_id, "status": "pending"}

@@ -1,0 +1,77 @@
+"""The durable client calls the HTTP side makes: signal a conversation, read its state, wait for a turn.
+
+`read_entity_state` returns the whole state, so every poll costs a read of the full conversation: poll with a
+short interval that grows, never a fixed second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import azure.durable_functions as df
+
+from ._errors import StateCorruptError
+from ._state import decode_state
+
+FIRST_POLL_SECONDS = 0.005
+POLL_GROWTH = 1.5
+MAX_POLL_SECONDS = 0.25
+
+
+class ConversationClient:
+    """One agent's conversation entities, seen through the durable client binding."""
+
+    def __init__(self, client: df.DurableOrchestrationClient, entity_name: str) -> None:
+        self._client = client
+        self._entity_name = entity_name
+
+    def _entity(self, conversation_id: str) -> df.EntityId:
+        return df.EntityId(self._entity_name, conversation_id)
+
+    async def signal(self, conversation_id: str, operation: str, payload: dict[str, Any]) -> None:
+        """Queue an operation on the conversation's entity (the host delivers it at least once)."""
+        await self._client.signal_entity(self._entity(conversation_id), operation, payload)
+
+    async def read(self, conversation_id: str) -> dict[str, Any] | None:
+        """The conversation's validated state, or None when the entity does not exist.
+
+        Raises:
+            StateCorruptError, StateVersionError: the stored state cannot be read; it is left untouched.
+        """
+        try:
+            response = await self._client.read_entity_state(self._entity(conversation_id))
+        except ValueError as exc:
+            raise StateCorruptError(
+                f"The stored conversation is not valid JSON ({exc}). It was left unchanged."
+            ) from None
+        if not response.entity_exists:
+            return None
+        return decode_state(response.entity_state)
+
+    async def wait_for_turn(self, conversation_id: str, turn_id: str, timeout: float) -> dict[str, Any] | None:
+        """Poll until the turn has a record or `timeout` passes; returns the record or None."""
+        deadline = time.monotonic() + timeout
+        interval = FIRST_POLL_SECONDS
+        while True:
+            state = await self.read(conversation_id)
+            record = (state or {}).get("turns", {}).get(turn_id)
+            if record is not None:
+                return record
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            await asyncio.sleep(min(interval, remaining))
+            interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)
+
+    async def wait_until_gone(self, conversation_id: str, timeout: float) -> bool:
+        """Poll until the entity no longer exists; True when it is gone within `timeout`."""
+        deadline = time.monotonic() + timeout
+        interval = FIRST_POLL_SECONDS
+        while await self.read(conversation_id) is not None:
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(interval)
+            interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)
+        return True

@@ -1,0 +1,239 @@
+"""The conversation entity: one operation runs one turn on a copy of the agent and commits it. Knows nothing of HTTP.
+
+An operation builds the new state aside and commits it only at the end: a raised exception marks the operation
+failed, but the host does not roll back in-place changes, so nothing is written until everything succeeded.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import azure.durable_functions as df
+from agent_framework import (
+    Agent,
+    AgentResponse,
+    ContextProvider,
+    HistoryProvider,
+    InMemoryHistoryProvider,
+    Message,
+    SupportsAgentRun,
+)
+
+from ._delivery import DEFAULT_MAX_TURN_RECORDS, completed_record, failed_record, record_turn
+from ._errors import AgentHostError, InvalidRequestError, TurnFailedError
+from ._event_loop import AGENT_LOOP
+from ._history import (
+    MESSAGES_KEY,
+    DurableHistoryProvider,
+    assign_message_ids,
+    reconcile_by_message_id,
+    record_to_message,
+)
+from ._sessions import restore_session, session_id_for, snapshot_session
+from ._state import RetentionSettings, decode_state, encode_state, new_state
+
+logger = logging.getLogger("agent_host.entity")
+
+RUN_OPERATION = "run"
+DELETE_OPERATION = "delete"
+
+HistoryOwner = Literal["durable", "external", "service"]
+
+
+@dataclass(frozen=True)
+class HistoryPlan:
+    """Who keeps an agent's history, and the provider list its per-turn copies run with."""
+
+    owner: HistoryOwner
+    providers: tuple[ContextProvider, ...]
+    durable: DurableHistoryProvider | None
+
+
+def resolve_store(agent: SupportsAgentRun, run_options: dict[str, Any] | None = None) -> bool:
+    """Whether the model service keeps the history, by core's precedence (failure 10).
+
+    An explicit `store` in the run options wins, then the agent's `default_options["store"]`, then the
+    chat client's `STORES_BY_DEFAULT`.
+    """
+    for options in (run_options or {}, getattr(agent, "default_options", None) or {}):
+        if options.get("store") is not None:
+            return bool(options["store"])
+    return bool(getattr(getattr(agent, "client", None), "STORES_BY_DEFAULT", False))
+
+
+def plan_history(agent: SupportsAgentRun) -> HistoryPlan:
+    """Decide at registration who owns the agent's history, without touching the agent.
+
+    Raises:
+        ValueError: the agent has more than one in-memory or durable history provider.
+    """
+    providers = list(getattr(agent, "context_providers", []) or [])
+    if resolve_store(agent):
+        return HistoryPlan("service", tuple(providers), None)
+    replaceable = [
+        index
+        for index, provider in enumerate(providers)
+        if type(provider) is InMemoryHistoryProvider or isinstance(provider, DurableHistoryProvider)
+    ]
+    if len(replaceable) > 1:
+        raise ValueError(
+            f"Agent '{agent.name}' has {len(replaceable)} in-memory history providers; the host keeps one durable "
+            "transcript per conversation. Keep one InMemoryHistoryProvider (or DurableHistoryProvider)."
+        )
+    if replaceable:
+        index = replaceable[0]
+        found = providers[index]
+        durable = found if isinstance(found, DurableHistoryProvider) else DurableHistoryProvider.replacing(found)
+        providers[index] = durable
+        return HistoryPlan("durable", tuple(providers), durable)
+    if any(isinstance(provider, HistoryProvider) and provider.load_messages for provider in providers):
+        return HistoryPlan("external", tuple(providers), None)
+    # Core would append an InMemoryHistoryProvider at run time here; append its durable twin instead.
+    durable = DurableHistoryProvider()
+    return HistoryPlan("durable", (*providers, durable), durable)
+
+
+class ConversationEntity:
+    """Runs the operations of one agent's conversation entities.
+
+    Args:
+        agent_name: The registered agent name (the entity's agent).
+        agent: The caller's agent; never mutated, each turn runs on a shallow copy.
+        retention: Default retention for new conversations.
+        max_turn_records: How many turn records each conversation keeps for its callers.
+        run_timeout_seconds: How long one agent run may take before the turn fails.
+    """
+
+    def __init__(
+        self,
+        agent_name: str,
+        agent: SupportsAgentRun,
+        *,
+        retention: RetentionSettings,
+        max_turn_records: int = DEFAULT_MAX_TURN_RECORDS,
+        run_timeout_seconds: float = 230.0,
+    ) -> None:
+        self.agent_name = agent_name
+        self.agent = agent
+        self.plan = plan_history(agent)
+        self.retention = retention
+        self.max_turn_records = max_turn_records
+        self.run_timeout_seconds = run_timeout_seconds
+
+    def __call__(self, context: df.DurableEntityContext) -> None:
+        """The entity function body: dispatch one operation of the host's batch."""
+        operation = context.operation_name
+        if operation == RUN_OPERATION:
+            self._run(context)
+        elif operation == DELETE_OPERATION:
+            # set_result marks the entity as existing again, so it must come before destruct_on_exit.
+            context.set_result({"deleted": True})
+            context.destruct_on_exit()
+        else:
+            raise InvalidRequestError(f"Unknown entity operation '{operation}'; expected 'run' or 'delete'.")
+
+    def _run(self, context: df.DurableEntityContext) -> None:
+        request = context.get_input()
+        if not isinstance(request, dict) or not isinstance(request.get("turnId"), str):
+            raise InvalidRequestError("The 'run' operation needs an input object with 'turnId' and 'message'.")
+        turn_id: str = request["turnId"]
+        raw = read_raw_state(context)
+        state = (
+            decode_state(raw)
+            if raw is not None
+            else new_state(self.agent_name, context.entity_key, self.retention, _now_ms())
+        )
+        if turn_id in state.get("turns", {}):
+            # Signals arrive at least once: a known turn id returns its recorded result (failure 9).
+            context.set_result({"turnId": turn_id, "status": state["turns"][turn_id]["status"], "duplicate": True})
+            return
+        committed = self.run_turn(state, context.entity_key, turn_id, request)
+        write_raw_state(context, encode_state(committed))
+        context.set_result({"turnId": turn_id, "status": committed["turns"][turn_id]["status"]})
+
+    def run_turn(
+        self, state: dict[str, Any], conversation_id: str, turn_id: str, request: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Run one turn against a copy of `state` and return the new state (with its turn record)."""
+        request_hash = request.get("requestHash")
+        new = copy.copy(state)
+        try:
+            response, new = self._run_agent(new, conversation_id, turn_id, request)
+        except AgentHostError as exc:
+            record = failed_record(exc.to_record(), _now_ms(), request_hash)
+            new = copy.copy(state)
+        except Exception as exc:
+            logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id)
+            error = TurnFailedError(
+                f"The agent run failed ({type(exc).__name__}). The conversation's earlier history is unchanged; "
+                "send the next turn to continue."
+            )
+            record = failed_record(error.to_record(), _now_ms(), request_hash)
+            new = copy.copy(state)
+        else:
+            record = completed_record(response, _now_ms(), request_hash)
+        new["turns"] = dict(state.get("turns", {}))
+        record_turn(new, turn_id, record, self.max_turn_records)
+        new["updatedAt"] = _now_ms()
+        return new
+
+    def _run_agent(
+        self, state: dict[str, Any], conversation_id: str, turn_id: str, request: dict[str, Any]
+    ) -> tuple[AgentResponse, dict[str, Any]]:
+        agent = self._agent_copy()
+        session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get("session"))
+        durable = self.plan.durable
+        stored: list[dict[str, Any]] = state.get("messages", [])
+        if durable is not None:
+            session.state[durable.source_id] = {MESSAGES_KEY: [record_to_message(r) for r in stored]}
+        message = Message("user", [request["message"]], message_id=f"{turn_id}.in")
+        response = AGENT_LOOP.run(agent.run(message, session=session), timeout=self.run_timeout_seconds)
+
+        now = _now_ms()
+        if durable is not None:
+            buffer: list[Message] = session.state[durable.source_id].get(MESSAGES_KEY, [])
+            assign_message_ids(buffer, turn_id, set())
+            state["messages"] = reconcile_by_message_id(stored, buffer, now)
+        assign_message_ids(response.messages, turn_id, set())
+        state["session"] = snapshot_session(
+            session,
+            derived_source_id=durable.source_id if durable is not None else None,
+            last_good=state.get("session"),
+        )
+        if state["session"] is None:
+            state.pop("session")
+        state["turnCount"] = state.get("turnCount", 0) + 1
+        return response, state
+
+    def _agent_copy(self) -> SupportsAgentRun:
+        # Core appends providers to the agent it runs (and may change its options): run a shallow copy with
+        # its own provider list and options, so the caller's agent object is never mutated.
+        agent = copy.copy(self.agent)
+        if isinstance(agent, Agent) or hasattr(agent, "context_providers"):
+            agent.context_providers = list(self.plan.providers)  # type: ignore[attr-defined]
+        if isinstance(getattr(agent, "default_options", None), dict):
+            agent.default_options = dict(agent.default_options)  # type: ignore[attr-defined]
+        return agent
+
+
+def read_raw_state(context: df.DurableEntityContext) -> str | None:
+    """The state string exactly as the host stored it, without the SDK's generic decoding."""
+    if getattr(context, "_state_is_raw", False):
+        return context._state  # type: ignore[no-any-return]
+    state = context.get_state()
+    return state if isinstance(state, str) or state is None else encode_state(state)
+
+
+def write_raw_state(context: df.DurableEntityContext, text: str) -> None:
+    """Hand the host our own encoding; `set_state` would encode the string a second time."""
+    context.set_state(text)
+    if hasattr(context, "_state_is_raw"):
+        context._state_is_raw = True
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

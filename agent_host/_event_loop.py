@@ -1,0 +1,46 @@
+"""The event loop the host owns for running agents from synchronous entity functions.
+
+Python entity functions are synchronous and `Entity.create` never awaits them, so an agent's coroutine
+runs here, on one long-lived loop in a daemon thread (model clients may keep loop-bound connections).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class AgentEventLoop:
+    """A daemon thread running one asyncio loop; `run` blocks the caller until a coroutine finishes."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="agent-host-loop", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run `coroutine` on the host's loop and return its result (or raise its exception).
+
+        Raises:
+            TimeoutError: the coroutine did not finish within `timeout` seconds; it is cancelled.
+        """
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop())
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+
+AGENT_LOOP = AgentEventLoop()

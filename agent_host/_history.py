@@ -1,0 +1,183 @@
+"""Durable history: the core history provider whose store is the conversation entity's state.
+
+The entity puts the stored transcript into `session.state[source_id]["messages"]` before a run, the same buffer
+core's InMemoryHistoryProvider keeps, so a CompactionProvider edits it unchanged; after the run the buffer is
+reconciled back into the stored records by message id. Knows nothing about HTTP or entity batches.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from agent_framework import Content, HistoryProvider, InMemoryHistoryProvider, Message
+from agent_framework._sessions import filter_new_messages
+
+MESSAGES_KEY = "messages"
+EXCLUDED_KEY = "_excluded"
+_TEXT_ONLY_KEYS = {"type", "text", "additional_properties"}
+
+
+class DurableHistoryProvider(HistoryProvider):
+    """A history provider whose messages live in the durable conversation entity.
+
+    It keeps the working buffer where core's ``InMemoryHistoryProvider`` keeps it
+    (``state["messages"]``), so compaction configured with ``history_source_id`` pointing at this
+    provider compacts durable history. The host fills and reconciles the buffer around each run.
+
+    Args:
+        source_id: The provider's source id; defaults to ``"in_memory"`` so compaction configured for
+            core's default provider finds it.
+        skip_excluded: Omit messages that compaction marked excluded when loading, as core's provider does.
+        load_messages: Whether to load history before a run.
+        store_inputs: Whether to store the turn's input messages.
+        store_context_messages: Whether to store messages other providers added.
+        store_context_from: Only store context messages from these source ids.
+        store_outputs: Whether to store the response messages.
+    """
+
+    DEFAULT_SOURCE_ID: ClassVar[str] = InMemoryHistoryProvider.DEFAULT_SOURCE_ID
+
+    def __init__(
+        self,
+        source_id: str | None = None,
+        *,
+        skip_excluded: bool = False,
+        load_messages: bool = True,
+        store_inputs: bool = True,
+        store_context_messages: bool = False,
+        store_context_from: set[str] | None = None,
+        store_outputs: bool = True,
+    ) -> None:
+        super().__init__(
+            source_id or self.DEFAULT_SOURCE_ID,
+            load_messages=load_messages,
+            store_inputs=store_inputs,
+            store_context_messages=store_context_messages,
+            store_context_from=store_context_from,
+            store_outputs=store_outputs,
+        )
+        self.skip_excluded = skip_excluded
+
+    @classmethod
+    def replacing(cls, provider: InMemoryHistoryProvider) -> DurableHistoryProvider:
+        """A durable provider configured exactly like the in-memory one it replaces."""
+        return cls(
+            provider.source_id,
+            skip_excluded=provider.skip_excluded,
+            load_messages=provider.load_messages,
+            store_inputs=provider.store_inputs,
+            store_context_messages=provider.store_context_messages,
+            store_context_from=provider.store_context_from,
+            store_outputs=provider.store_outputs,
+        )
+
+    async def get_messages(
+        self, session_id: str | None, *, state: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[Message]:
+        """Return the stored messages, copying annotation trees so a run's edits stay in the run."""
+        if state is None:
+            return []
+        messages: list[Message] = state.get(MESSAGES_KEY, [])
+        if self.skip_excluded:
+            messages = [m for m in messages if not m.additional_properties.get(EXCLUDED_KEY, False)]
+        # Loaded messages would share nested `_group` dicts with stored ones; a summarizing before_strategy
+        # would then write back-links into stored history (design: copy deeply on load).
+        return [_detached(m) if m.additional_properties else m for m in messages]
+
+    async def save_messages(
+        self,
+        session_id: str | None,
+        messages: Sequence[Message],
+        *,
+        state: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Append the run's new messages to the buffer; the entity persists the buffer after the run."""
+        if state is None or not messages:
+            return
+        existing: list[Message] = state.get(MESSAGES_KEY, [])
+        new_messages = filter_new_messages(existing, messages)
+        if new_messages:
+            state[MESSAGES_KEY] = [*existing, *new_messages]
+
+
+def _detached(message: Message) -> Message:
+    clone = copy.copy(message)
+    clone.additional_properties = copy.deepcopy(message.additional_properties)
+    return clone
+
+
+def assign_message_ids(messages: Iterable[Message], turn_id: str, taken: set[str]) -> None:
+    """Give every message without an id (or with a duplicate one) an id derived from its turn and order.
+
+    Ids derived from object identity change across cold starts (failure 1); `{turn_id}.{n}` is derived from
+    persisted fields, stored once, and so the same on every later load.
+    """
+    counter = 0
+    for message in messages:
+        if message.message_id and message.message_id not in taken:
+            taken.add(message.message_id)
+            continue
+        while f"{turn_id}.{counter}" in taken:
+            counter += 1
+        message.message_id = f"{turn_id}.{counter}"
+        taken.add(message.message_id)
+
+
+def message_to_record(message: Message, at: int) -> dict[str, Any]:
+    """The stored form of a message: its id, role, contents and every additional property (failure 4)."""
+    record: dict[str, Any] = {"id": message.message_id, "role": str(message.role)}
+    contents = [content.to_dict() for content in message.contents]
+    if len(contents) == 1 and contents[0].get("type") == "text" and _is_plain_text(contents[0]):
+        record["text"] = contents[0]["text"]
+    else:
+        record["contents"] = contents
+    if message.additional_properties:
+        record["props"] = copy.deepcopy(message.additional_properties)
+    if message.author_name:
+        record["author"] = message.author_name
+    record["at"] = at
+    return record
+
+
+def _is_plain_text(content: dict[str, Any]) -> bool:
+    return content.keys() <= _TEXT_ONLY_KEYS and not content.get("additional_properties")
+
+
+def record_to_message(record: dict[str, Any]) -> Message:
+    """Rebuild the core message from its stored form."""
+    text = record.get("text")
+    contents: list[Any] = [text] if text is not None else [Content.from_dict(c) for c in record.get("contents", [])]
+    return Message(
+        record["role"],
+        contents,
+        message_id=record["id"],
+        author_name=record.get("author"),
+        additional_properties=copy.deepcopy(record.get("props")) or {},
+    )
+
+
+def reconcile_by_message_id(
+    stored: Sequence[dict[str, Any]], buffer: Sequence[Message], now_ms: int
+) -> list[dict[str, Any]]:
+    """The new stored transcript: the buffer in its order, annotations written onto the record with the same id.
+
+    Matching by id, never by position: strategies insert summaries mid-history, which shifts positions
+    (failures 2 and 3). A stored message missing from the buffer is kept after its stored predecessor.
+    """
+    stored_at = {record["id"]: record["at"] for record in stored}
+    in_buffer = {message.message_id for message in buffer}
+    kept_after: dict[str | None, list[dict[str, Any]]] = {}
+    previous: str | None = None
+    for record in stored:
+        if record["id"] in in_buffer:
+            previous = record["id"]
+        else:
+            kept_after.setdefault(previous, []).append(record)
+    result = list(kept_after.get(None, []))
+    for message in buffer:
+        result.append(message_to_record(message, stored_at.get(message.message_id, now_ms)))  # type: ignore[arg-type]
+        result.extend(kept_after.get(message.message_id, []))
+    return result

@@ -1,0 +1,251 @@
+"""A local stand-in for the Azure Functions host: runs a FunctionApp's HTTP functions and durable entities.
+
+It goes through the real azure-functions / azure-functions-durable code paths, without Azure Functions Core Tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import os
+import pathlib
+import signal
+from collections.abc import Sequence
+from types import FrameType
+
+import azure.functions as func
+from aiohttp import web
+
+from .durable_api import DurableWebhookApi
+from .scheduler import EntityScheduler
+from .server import LocalHttpServer, discover_functions
+from .store import EntityStore, Signal
+
+__all__ = ["EntityScheduler", "EntityStore", "LocalHost", "Signal", "run_local_host"]
+
+logger = logging.getLogger(__name__)
+
+_HTTP_SHUTDOWN_TIMEOUT_SECONDS = 5.0
+
+
+class LocalHost:
+    """Serves one app on loopback: its HTTP routes, the durable entity webhook API and the entity scheduler.
+
+    Entity state and acknowledged signals live in ``<state_dir>/entities.sqlite3``, so a restart on the same
+    ``state_dir`` keeps state and redelivers signals that were accepted but not yet committed.
+
+    Attributes:
+        store: The SQLite store (tests may read and write raw state through it).
+        scheduler: The entity scheduler (tests use its fault-injection hooks and ``wait_idle``).
+        routes: The app's HTTP functions.
+    """
+
+    def __init__(
+        self,
+        app: func.FunctionApp,
+        *,
+        state_dir: pathlib.Path,
+        host: str = "127.0.0.1",
+        port: int = 7071,
+        route_prefix: str = "api",
+        function_key: str | None = None,
+        max_batch_size: int = 20,
+    ) -> None:
+        """Index the app's functions and open the store; nothing listens until :meth:`start`.
+
+        ``app.get_functions()`` is called exactly once here (a DFApp must not be indexed twice).
+
+        Args:
+            app: The function app (``FunctionApp`` or ``DFApp``).
+            state_dir: Directory for the entity database; created if missing.
+            host: Address to bind.
+            port: Port to bind; 0 picks a free one.
+            route_prefix: Prefix of every HTTP route, as ``extensions.http.routePrefix`` in host.json.
+            function_key: Key that FUNCTION/ADMIN routes require; None serves them without a key.
+            max_batch_size: Most signals handed to an entity function in one call.
+        """
+        functions = app.get_functions()
+        self.routes, entity_functions = discover_functions(functions)
+        self._host = host
+        self._port = port
+        self._bound_port: int | None = None
+        self._runner: web.AppRunner | None = None
+        self._started = False
+        self._stopped = False
+        self.store = EntityStore(pathlib.Path(state_dir))
+        self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size)
+        self._server = LocalHttpServer(
+            self.routes,
+            DurableWebhookApi(self.store, self.scheduler),
+            route_prefix=route_prefix,
+            function_key=function_key,
+            rpc_base_url=lambda: f"{self.base_url}/runtime/webhooks/durabletask/",
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The URL clients use, e.g. ``http://127.0.0.1:7071`` (wildcard binds are reached through loopback)."""
+        port = self._bound_port if self._bound_port is not None else self._port
+        return f"http://{_connectable_host(self._host)}:{port}"
+
+    def describe_routes(self) -> list[str]:
+        """List the HTTP routes with their methods, one line each, for a startup banner.
+
+        Returns:
+            The lines.
+        """
+        return self._server.describe_routes(self.base_url)
+
+    async def start(self) -> None:
+        """Bind the server on the running loop and start the entity scheduler.
+
+        Raises:
+            RuntimeError: If this host was started before.
+            OSError: If the address cannot be bound.
+        """
+        if self._started:
+            raise RuntimeError("a LocalHost can be started only once")
+        self._started = True
+        runner = web.AppRunner(
+            self._server.build_app(),
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=_HTTP_SHUTDOWN_TIMEOUT_SECONDS,
+        )
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self._host, self._port)
+            await site.start()
+            addresses = runner.addresses
+            self._bound_port = int(addresses[0][1]) if addresses else self._port
+            self._runner = runner
+            self.scheduler.start()
+        except BaseException:
+            self._runner = None
+            await runner.cleanup()
+            raise
+
+    async def stop(self) -> None:
+        """Stop accepting requests, let in-flight requests and the running entity batches finish, close the store.
+
+        Safe to call more than once, and after a failed :meth:`start`.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        runner, self._runner = self._runner, None
+        try:
+            if runner is not None:
+                await runner.cleanup()
+        finally:
+            await asyncio.to_thread(self.scheduler.stop)
+            self.store.close()
+
+
+def _connectable_host(host: str) -> str:
+    """Turn a bind address into one a local client can connect to, formatted for a URL.
+
+    Args:
+        host: The bind address or host name.
+
+    Returns:
+        ``127.0.0.1`` for ``0.0.0.0``/empty, ``[::1]`` for ``::``, IPv6 literals in brackets, anything else as is.
+    """
+    if host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        return "[::1]" if address.is_unspecified else f"[{host}]"
+    return host
+
+
+def run_local_host(
+    app: func.FunctionApp,
+    *,
+    state_dir: pathlib.Path,
+    host: str = "127.0.0.1",
+    port: int = 7071,
+    route_prefix: str = "api",
+    function_key: str | None = None,
+    banner_lines: Sequence[str] = (),
+) -> None:
+    """Serve the app until Ctrl+C or SIGTERM, printing where it listens and what it serves.
+
+    A first signal stops gracefully (the running entity batch finishes and commits); a second one exits at once,
+    which is still safe because uncommitted signals are redelivered on the next start.
+
+    Args:
+        app: The function app.
+        state_dir: Directory for the entity database.
+        host: Address to bind.
+        port: Port to bind.
+        route_prefix: Prefix of every HTTP route.
+        function_key: Key that FUNCTION/ADMIN routes require; None serves them without a key.
+        banner_lines: Extra lines printed after the address (for example which model is in use).
+    """
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    local_host = LocalHost(
+        app, state_dir=state_dir, host=host, port=port, route_prefix=route_prefix, function_key=function_key
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(local_host, banner_lines))
+
+
+async def _serve(local_host: LocalHost, banner_lines: Sequence[str]) -> None:
+    """Run a host until a stop signal arrives, then stop it.
+
+    Args:
+        local_host: The host to run.
+        banner_lines: Extra banner lines.
+    """
+    from azure.durable_functions.models.utils import http_utils
+
+    loop = asyncio.get_running_loop()
+    stop_requested = asyncio.Event()
+
+    def on_signal() -> None:
+        """First signal: request a graceful stop. Second signal: exit immediately."""
+        if stop_requested.is_set():
+            print("Second interrupt: exiting now; uncommitted entity signals are redelivered on the next start.")
+            os._exit(130)
+        print("Stopping (waiting for running entity operations to finish)...", flush=True)
+        stop_requested.set()
+
+    def on_signal_threadsafe(signum: int, frame: FrameType | None) -> None:
+        """Forward a classic signal handler call to the event loop (where add_signal_handler is unavailable)."""
+        loop.call_soon_threadsafe(on_signal)
+
+    installed: list[signal.Signals] = []
+    previous: dict[signal.Signals, object] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, on_signal)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError):  # e.g. Windows event loops
+            with contextlib.suppress(ValueError):  # ValueError: not on the main thread; Ctrl+C then cannot stop us
+                previous[signum] = signal.signal(signum, on_signal_threadsafe)
+    try:
+        await local_host.start()
+        print(f"Listening on {local_host.base_url}", flush=True)
+        for line in banner_lines:
+            print(line, flush=True)
+        print("HTTP routes:", flush=True)
+        for line in local_host.describe_routes():
+            print(line, flush=True)
+        await stop_requested.wait()
+    finally:
+        await local_host.stop()
+        try:
+            await http_utils._close_session()
+        except Exception:  # best effort at exit
+            logger.debug("closing the durable client's HTTP session failed", exc_info=True)
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]

@@ -1,0 +1,147 @@
+"""The slice of the Durable Functions HTTP webhook API that the durable client uses for entities.
+
+``DurableOrchestrationClient.signal_entity`` posts to ``entities/{name}/{key}?op=...`` and ``read_entity_state`` gets
+``entities/{name}/{key}``; both arrive here under ``/runtime/webhooks/durabletask/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+
+from aiohttp import web
+
+from .scheduler import EntityScheduler
+from .store import EntityStore
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_SEGMENTS: tuple[str, ...] = ("runtime", "webhooks", "durabletask")
+"""Path segments (after the host) under which the webhook API lives."""
+
+
+def error_response(status: int, code: str, message: str, *, headers: dict[str, str] | None = None) -> web.Response:
+    """Build the JSON error body every local-host error uses.
+
+    Args:
+        status: HTTP status code.
+        code: Machine-readable error code.
+        message: Human-readable explanation.
+        headers: Extra response headers.
+
+    Returns:
+        A response with body ``{"error": {"code": code, "message": message}}``.
+    """
+    body = json.dumps({"error": {"code": code, "message": message}})
+    return web.Response(status=status, text=body, content_type="application/json", headers=headers)
+
+
+class DurableWebhookApi:
+    """Serves entity signals (enqueue durably, then schedule) and entity state reads.
+
+    Like the real host's local RPC endpoint, it answers only loopback clients: the durable client in the app's own
+    functions is the only intended caller, and it carries no key.
+    """
+
+    def __init__(self, store: EntityStore, scheduler: EntityScheduler) -> None:
+        """Bind the API to the store it writes to and the scheduler it wakes.
+
+        Args:
+            store: Entity states and pending signals.
+            scheduler: Told about every new signal.
+        """
+        self._store = store
+        self._scheduler = scheduler
+
+    async def handle(self, request: web.Request, segments: list[str]) -> web.Response:
+        """Answer one webhook request.
+
+        Args:
+            request: The incoming request.
+            segments: Percent-decoded path segments after ``runtime/webhooks/durabletask``.
+
+        Returns:
+            202 for an accepted signal, 200/404 for a state read, or a JSON error.
+        """
+        if not _is_loopback(request.remote):
+            return error_response(403, "forbidden", "The durable webhook API accepts only loopback clients.")
+        if len(segments) < 3 or segments[0].lower() != "entities" or not segments[1] or not all(segments[2:]):
+            return error_response(404, "not_found", "Only entities/{name}/{key} is available on this local host.")
+        name = segments[1].lower()
+        key = "/".join(segments[2:])
+        if request.method == "POST":
+            return await self._signal(request, name, key)
+        if request.method == "GET":
+            return await self._read(name, key)
+        return error_response(
+            405,
+            "method_not_allowed",
+            f"{request.method} is not supported here; use GET or POST.",
+            headers={"Allow": "GET, POST"},
+        )
+
+    async def _signal(self, request: web.Request, name: str, key: str) -> web.Response:
+        """Durably enqueue a signal and schedule the entity.
+
+        The body is kept as raw text: ``signal_entity`` already JSON-encodes the input and aiohttp encodes it again,
+        and the real host forwards that text unchanged as the operation input.
+
+        Args:
+            request: The POST request; ``op`` names the operation.
+            name: Lower-cased entity name.
+            key: Entity key.
+
+        Returns:
+            202 with ``{}`` once the signal is stored.
+        """
+        operation = request.query.get("op")
+        if not operation:
+            return error_response(400, "bad_request", "The op query parameter (operation name) is required.")
+        raw = await request.read()
+        try:
+            operation_input = raw.decode("utf-8") if raw else None
+        except UnicodeDecodeError:
+            return error_response(400, "bad_request", "The operation input must be UTF-8 text.")
+        if name not in self._scheduler.entity_names:
+            logger.warning("signal for unknown entity %r accepted; it stays queued", name)
+        seq = await asyncio.to_thread(self._store.enqueue, name, key, operation, operation_input)
+        logger.debug("queued signal %d: @%s@%s op=%s", seq, name, key, operation)
+        self._scheduler.schedule(name, key)
+        return web.Response(status=202, text="{}", content_type="application/json")
+
+    async def _read(self, name: str, key: str) -> web.Response:
+        """Return the entity's state JSON text.
+
+        Args:
+            name: Lower-cased entity name.
+            key: Entity key.
+
+        Returns:
+            200 with the state as the body, or 404 if the entity does not exist.
+        """
+        state = await asyncio.to_thread(self._store.read_state, name, key)
+        if state is None:
+            return error_response(404, "not_found", f"Entity @{name}@{key} does not exist.")
+        return web.Response(status=200, text=state, content_type="application/json")
+
+
+def _is_loopback(remote: str | None) -> bool:
+    """Tell whether a peer address is a loopback address.
+
+    Args:
+        remote: The peer address as aiohttp reports it.
+
+    Returns:
+        True for 127.0.0.0/8, ::1 and IPv4-mapped loopback; False for anything else or unknown peers.
+    """
+    if not remote:
+        return False
+    try:
+        address = ipaddress.ip_address(remote.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback

@@ -1,0 +1,293 @@
+"""Entity operation scheduling for the local host: one batch at a time per entity, entities in parallel.
+
+Mirrors what the Durable Functions extension does for entities: queued signals become batches, the entity function
+runs on a worker thread, and the new state plus the removal of the consumed signals commit in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .store import EntityStore, Signal
+
+logger = logging.getLogger(__name__)
+
+EntityFunction = Callable[[str], Any]
+"""An entity function as registered on the app: takes the batch request JSON text, returns the response JSON text."""
+
+CrashBeforeCommitHook = Callable[[str, str, list[Signal]], bool]
+"""Fault-injection hook: ``(name, key, batch) -> True`` discards the batch's output instead of committing it."""
+
+DeliverTwiceHook = Callable[[str, str, Signal], bool]
+"""Fault-injection hook: ``(name, key, signal) -> True`` puts the signal into the batch twice."""
+
+_MAX_BACKOFF_SECONDS = 5.0
+
+
+class EntityScheduler:
+    """Runs queued entity signals through the app's entity functions.
+
+    Guarantees: operations on one entity never overlap and run in queue order; different entities run in parallel on
+    a bounded thread pool (entity functions are synchronous and may block for a long time); delivery is at least
+    once, because signals are removed only in the transaction that stores the state they produced.
+
+    Fault-injection seams (both None, i.e. off, by default; meant for tests):
+
+    * ``crash_before_commit``: called with ``(name, key, batch)`` after the entity function returned; when it returns
+      True the output is thrown away uncommitted, as if the process died just before the commit, and the same
+      signals are delivered again. Make it return True a bounded number of times, or the entity never progresses.
+    * ``deliver_twice``: called with ``(name, key, signal)`` while a batch is built; when it returns True the
+      operation appears twice in that batch, as with a duplicate delivery.
+    """
+
+    def __init__(
+        self,
+        store: EntityStore,
+        entity_functions: Mapping[str, EntityFunction],
+        *,
+        max_batch_size: int = 20,
+        max_workers: int = 8,
+        max_attempts: int = 3,
+        retry_backoff_seconds: float = 0.2,
+    ) -> None:
+        """Create a scheduler; nothing runs until :meth:`start`.
+
+        Args:
+            store: Where states and pending signals live.
+            entity_functions: Entity function per lower-cased entity name.
+            max_batch_size: Most signals handed to the entity function in one call.
+            max_workers: Most entities processed at the same time.
+            max_attempts: Failed attempts (entity function raised) after which a signal is dead-lettered.
+            retry_backoff_seconds: Delay before the first retry; doubles per further failure, capped at 5 s.
+
+        Raises:
+            ValueError: If a size or count is not positive.
+        """
+        if max_batch_size < 1 or max_workers < 1 or max_attempts < 1:
+            raise ValueError("max_batch_size, max_workers and max_attempts must be at least 1")
+        self.store = store
+        self.crash_before_commit: CrashBeforeCommitHook | None = None
+        self.deliver_twice: DeliverTwiceHook | None = None
+        self._functions: dict[str, EntityFunction] = {name.lower(): fn for name, fn in entity_functions.items()}
+        self._max_batch_size = max_batch_size
+        self._max_workers = max_workers
+        self._max_attempts = max_attempts
+        self._retry_backoff = retry_backoff_seconds
+        self._lock = threading.Lock()
+        self._active: set[tuple[str, str]] = set()
+        self._dirty: set[tuple[str, str]] = set()
+        self._warned_unknown: set[str] = set()
+        self._executor: ThreadPoolExecutor | None = None
+        self._stopping = threading.Event()
+
+    @property
+    def entity_names(self) -> frozenset[str]:
+        """The lower-cased names of the entities this scheduler can run."""
+        return frozenset(self._functions)
+
+    def start(self) -> None:
+        """Start the worker pool and schedule every entity that already has pending signals.
+
+        Raises:
+            RuntimeError: If the scheduler was started before.
+        """
+        with self._lock:
+            if self._executor is not None or self._stopping.is_set():
+                raise RuntimeError("an EntityScheduler can be started only once")
+            self._executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="entity-worker")
+        for name, key in self.store.entities_with_pending():
+            self.schedule(name, key)
+
+    def stop(self) -> None:
+        """Stop taking new batches and wait for the batches in flight to finish and commit.
+
+        Blocks; call it from a thread (``asyncio.to_thread``) when on an event loop. Signals still queued stay in the
+        store and are processed by the next scheduler started on it.
+        """
+        self._stopping.set()
+        with self._lock:
+            executor = self._executor
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+    def schedule(self, name: str, key: str) -> None:
+        """Make sure the entity's pending signals get processed.
+
+        Cheap and thread-safe; call it after every enqueue. If a batch for the entity is running, the new signals
+        wait for the next batch.
+
+        Args:
+            name: Lower-cased entity name.
+            key: Entity key.
+        """
+        if name not in self._functions:
+            with self._lock:
+                first = name not in self._warned_unknown
+                self._warned_unknown.add(name)
+            if first:
+                logger.warning("no entity function named %r in the app; its signals stay queued", name)
+            return
+        entity = (name, key)
+        with self._lock:
+            if self._executor is None or self._stopping.is_set():
+                return
+            if entity in self._active:
+                self._dirty.add(entity)
+                return
+            self._active.add(entity)
+            self._executor.submit(self._drain, name, key)
+
+    def is_idle(self) -> bool:
+        """Tell whether nothing is running and no signal for a known entity is waiting.
+
+        Returns:
+            True when idle. Signals for entity names the app does not define are ignored.
+        """
+        with self._lock:
+            if self._active:
+                return False
+        return all(name not in self._functions for name, _ in self.store.entities_with_pending())
+
+    async def wait_idle(self, timeout: float = 10.0) -> None:
+        """Wait until :meth:`is_idle` holds.
+
+        Args:
+            timeout: Seconds to wait at most.
+
+        Raises:
+            TimeoutError: If the scheduler is still busy after ``timeout`` seconds.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.is_idle():
+            if loop.time() >= deadline:
+                raise TimeoutError(f"entity scheduler still busy after {timeout} s")
+            await asyncio.sleep(0.01)
+
+    def _drain(self, name: str, key: str) -> None:
+        """Worker body: process the entity's batches until nothing is pending (or the scheduler stops).
+
+        Args:
+            name: Lower-cased entity name.
+            key: Entity key.
+        """
+        entity = (name, key)
+        isolate_through = 0  # after a failure, signals up to this seq are retried one at a time
+        failing_seq, failures = 0, 0
+        try:
+            while not self._stopping.is_set():
+                with self._lock:
+                    self._dirty.discard(entity)
+                signals = self.store.pending(name, key, self._max_batch_size)
+                if not signals:
+                    with self._lock:
+                        if entity in self._dirty:
+                            continue
+                        self._active.discard(entity)
+                        return
+                if signals[0].seq <= isolate_through:
+                    signals = signals[:1]
+                try:
+                    self._run_batch(name, key, signals)
+                except Exception:
+                    logger.exception("entity function for @%s@%s failed on a batch of %d", name, key, len(signals))
+                    isolate_through = max(isolate_through, signals[-1].seq)
+                    head = signals[0]
+                    failing_seq, failures = head.seq, (failures + 1 if failing_seq == head.seq else 1)
+                    if len(signals) == 1 and failures >= self._max_attempts:
+                        self._dead_letter(head, failures)
+                        failing_seq, failures = 0, 0
+                        continue
+                    self._stopping.wait(min(self._retry_backoff * 2 ** (failures - 1), _MAX_BACKOFF_SECONDS))
+        except BaseException:
+            logger.exception("entity worker for @%s@%s stopped unexpectedly; its signals stay queued", name, key)
+        finally:
+            with self._lock:
+                self._active.discard(entity)
+                self._dirty.discard(entity)
+
+    def _run_batch(self, name: str, key: str, signals: list[Signal]) -> None:
+        """Run one batch through the entity function and commit its outcome.
+
+        Args:
+            name: Lower-cased entity name.
+            key: Entity key.
+            signals: The batch, in queue order.
+
+        Raises:
+            Exception: Whatever the entity function raised, or ValueError for a malformed response.
+        """
+        state = self.store.read_state(name, key)
+        operations: list[dict[str, Any]] = []
+        for signal in signals:
+            operation = {"name": signal.operation, "signal": True, "input": signal.input}
+            operations.append(operation)
+            if self.deliver_twice is not None and self.deliver_twice(name, key, signal):
+                operations.append(dict(operation))
+        request = {"self": {"name": name, "key": key}, "exists": state is not None, "state": state, "batch": operations}
+
+        raw = self._functions[name](json.dumps(request))
+        if asyncio.iscoroutine(raw):
+            raw = asyncio.run(raw)
+        exists, new_state = _parse_response(raw, operations, name, key)
+
+        if self.crash_before_commit is not None and self.crash_before_commit(name, key, signals):
+            logger.warning("fault injection: discarding the uncommitted output of a batch for @%s@%s", name, key)
+            return
+        self.store.commit_batch(name, key, new_state if exists else None, signals[-1].seq)
+
+    def _dead_letter(self, signal: Signal, attempts: int) -> None:
+        """Drop a signal that keeps failing, recording it in one error log line.
+
+        Args:
+            signal: The signal to drop.
+            attempts: How many attempts failed.
+        """
+        record = {
+            "name": signal.name,
+            "key": signal.key,
+            "seq": signal.seq,
+            "operation": signal.operation,
+            "input": signal.input,
+            "enqueued_at": signal.enqueued_at,
+        }
+        logger.error("dead-letter after %d failed attempts: %s", attempts, json.dumps(record))
+        self.store.discard_signals(signal.name, signal.key, [signal.seq])
+
+
+def _parse_response(raw: Any, operations: list[dict[str, Any]], name: str, key: str) -> tuple[bool, str | None]:
+    """Validate the entity function's response and log failed operations.
+
+    Args:
+        raw: What the entity function returned (JSON text expected).
+        operations: The batch that was sent, to name failed operations.
+        name: Lower-cased entity name.
+        key: Entity key.
+
+    Returns:
+        ``(entity_exists, state_text)``; a state of None with ``entity_exists`` True is stored as ``"null"``.
+
+    Raises:
+        ValueError: If the response is not the expected JSON object.
+    """
+    if not isinstance(raw, str | bytes | bytearray):
+        raise ValueError(f"entity function returned {type(raw).__name__}, expected JSON text")
+    response = json.loads(raw)
+    if not isinstance(response, dict):
+        raise ValueError("entity function response is not a JSON object")
+    state = response.get("entityState")
+    if state is not None and not isinstance(state, str):
+        raise ValueError("entityState in the entity function response is not a string")
+    for operation, result in zip(operations, response.get("results") or [], strict=False):
+        if isinstance(result, dict) and result.get("isError"):
+            logger.warning("operation %r on @%s@%s failed: %s", operation["name"], name, key, result.get("result"))
+    if response.get("signals"):
+        logger.warning("entity @%s@%s sent signals to other entities; the local host does not deliver them", name, key)
+    exists = bool(response.get("entityExists"))
+    return exists, (state if state is not None else "null") if exists else None

@@ -1,0 +1,527 @@
+"""The local host's HTTP side: discovering the app's functions and serving its HTTP triggers with aiohttp.
+
+Requests are matched against the functions' route templates, checked for the function key, turned into
+``azure.functions.HttpRequest`` objects and handed to the user functions, as the Functions host would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import hmac
+import inspect
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+import azure.functions as func
+from aiohttp import web
+from multidict import CIMultiDict
+
+from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi, error_response
+from .scheduler import EntityFunction
+
+logger = logging.getLogger(__name__)
+
+MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024
+"""Largest request body the local host accepts; the app enforces its own, smaller limits."""
+
+DEFAULT_TASK_HUB = "LocalHub"
+"""Task hub name handed to durable clients whose binding does not name one."""
+
+_KEYED_AUTH_LEVELS = frozenset({"function", "admin"})
+_DROPPED_RESPONSE_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
+
+
+class _SegmentKind(enum.IntEnum):
+    """Kinds of route template segments; the value is the specificity rank (lower wins)."""
+
+    LITERAL = 0
+    PARAMETER = 1
+    OPTIONAL = 2
+    CATCH_ALL = 3
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """One ``/``-separated piece of a route template."""
+
+    kind: _SegmentKind
+    text: str
+    default: str | None = None
+
+
+class RouteTemplate:
+    """A Functions route template such as ``agents/{agent}/turns/{turnId?}``.
+
+    Supported: literal segments (case-insensitive), ``{name}``, optional ``{name?}``, defaults ``{name=value}``,
+    constraints ``{name:alpha}`` (the constraint is ignored) and a trailing catch-all ``{*name}``.
+    """
+
+    def __init__(self, template: str) -> None:
+        """Parse a template.
+
+        Args:
+            template: The route as given to ``@app.route``; leading and trailing slashes are ignored.
+        """
+        self.template = template.strip("/")
+        self.segments: list[_Segment] = [_parse_segment(s) for s in self.template.split("/")] if self.template else []
+        self.rank: tuple[int, ...] = tuple(int(s.kind) for s in self.segments)
+
+    def match(self, path: list[str]) -> dict[str, str] | None:
+        """Match decoded path segments.
+
+        Args:
+            path: Percent-decoded segments after the route prefix.
+
+        Returns:
+            The route parameters, or None when the path does not match.
+        """
+        params: dict[str, str] = {}
+        for index, segment in enumerate(self.segments):
+            if segment.kind is _SegmentKind.CATCH_ALL:
+                rest = "/".join(path[index:])
+                if rest:
+                    params[segment.text] = rest
+                return params
+            if index >= len(path):
+                for missing in self.segments[index:]:
+                    if missing.kind is _SegmentKind.LITERAL or missing.kind is _SegmentKind.PARAMETER:
+                        return None
+                    if missing.default is not None:
+                        params[missing.text] = missing.default
+                return params
+            value = path[index]
+            if segment.kind is _SegmentKind.LITERAL:
+                if value.lower() != segment.text:
+                    return None
+            elif not value:
+                return None
+            else:
+                params[segment.text] = value
+        return params if len(path) <= len(self.segments) else None
+
+
+def _parse_segment(raw: str) -> _Segment:
+    """Parse one template segment.
+
+    Args:
+        raw: The segment text.
+
+    Returns:
+        The parsed segment; anything not wrapped in braces is a literal.
+    """
+    if not (raw.startswith("{") and raw.endswith("}")):
+        return _Segment(_SegmentKind.LITERAL, raw.lower())
+    inner = raw[1:-1]
+    catch_all = inner.startswith("*")
+    inner = inner.lstrip("*")
+    optional = inner.endswith("?")
+    inner = inner.rstrip("?")
+    default: str | None = None
+    if "=" in inner:
+        inner, default = inner.split("=", 1)
+        optional = True
+    name = inner.split(":", 1)[0]
+    if catch_all:
+        return _Segment(_SegmentKind.CATCH_ALL, name)
+    return _Segment(_SegmentKind.OPTIONAL if optional else _SegmentKind.PARAMETER, name, default)
+
+
+@dataclass
+class HttpRoute:
+    """An HTTP-triggered function of the app and how to call it.
+
+    Attributes:
+        function_name: The function's name.
+        route: Its parsed route template.
+        methods: Allowed upper-case methods; None allows every method.
+        auth_level: ``anonymous``, ``function`` or ``admin``.
+        request_param: Parameter receiving the ``HttpRequest``.
+        client_param: Parameter receiving the durable client binding JSON, if the function has one.
+        task_hub: Task hub named by the durable client binding.
+        user_function: The callable to invoke (sync or async).
+        context_param: True when the function takes a ``context`` parameter that no binding fills.
+    """
+
+    function_name: str
+    route: RouteTemplate
+    methods: frozenset[str] | None
+    auth_level: str
+    request_param: str
+    client_param: str | None
+    task_hub: str
+    user_function: Callable[..., Any]
+    context_param: bool = False
+    is_async: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Note whether the function must be awaited or run on a thread."""
+        self.is_async = inspect.iscoroutinefunction(self.user_function)
+
+
+def _enum_text(value: Any) -> str:
+    """Render a value that may be an enum member or a plain string.
+
+    Args:
+        value: An enum member, string or None.
+
+    Returns:
+        The enum's value (or the string) as text.
+    """
+    if isinstance(value, enum.Enum):
+        value = value.value
+    return "" if value is None else str(value)
+
+
+def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRoute], dict[str, EntityFunction]]:
+    """Sort the app's functions into HTTP routes and entity functions.
+
+    Args:
+        functions: The result of ``app.get_functions()``.
+
+    Returns:
+        The HTTP routes and the entity functions keyed by lower-cased entity name.
+
+    Raises:
+        ValueError: If two entity functions share a name.
+    """
+    routes: list[HttpRoute] = []
+    entities: dict[str, EntityFunction] = {}
+    for function in functions:
+        name = function.get_function_name() or "function"
+        trigger = function.get_trigger()
+        trigger_dict: dict[str, Any] = trigger.get_dict_repr() if trigger is not None else {}
+        trigger_type = trigger_dict.get("type")
+        if trigger_type == "entityTrigger":
+            entity_name = (trigger_dict.get("entityName") or name).lower()
+            if entity_name in entities:
+                raise ValueError(f"two entity functions are named {entity_name!r}")
+            entities[entity_name] = function.get_user_function()
+        elif trigger_type == "httpTrigger":
+            routes.append(_http_route(name, function, trigger_dict))
+        else:
+            logger.warning("function %r has a %s trigger, which the local host does not run", name, trigger_type)
+    return routes, entities
+
+
+def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> HttpRoute:
+    """Describe one HTTP-triggered function.
+
+    Args:
+        name: Function name.
+        function: The function object.
+        trigger: Its trigger's dict representation.
+
+    Returns:
+        The route description.
+    """
+    request_param = str(trigger.get("name") or "req")
+    client_param: str | None = None
+    task_hub = DEFAULT_TASK_HUB
+    bound = {request_param}
+    for binding in function.get_bindings():
+        info = binding.get_dict_repr()
+        binding_type, binding_name = info.get("type"), str(info.get("name"))
+        if binding_type == "durableClient":
+            client_param = binding_name
+            task_hub = str(info.get("taskHub") or DEFAULT_TASK_HUB)
+            bound.add(binding_name)
+        elif binding_type not in ("httpTrigger", "http"):
+            logger.warning(
+                "function %r: the local host does not provide %s binding %r", name, binding_type, binding_name
+            )
+    methods_raw = trigger.get("methods")
+    methods = frozenset(_enum_text(m).upper() for m in methods_raw) if methods_raw else None
+    user_function = function.get_user_function()
+    try:
+        parameter_names = set(inspect.signature(user_function).parameters)
+    except (TypeError, ValueError):
+        parameter_names = set()
+    return HttpRoute(
+        function_name=name,
+        route=RouteTemplate(str(trigger.get("route") or name)),
+        methods=methods,
+        auth_level=_enum_text(trigger.get("authLevel") or "function").lower(),
+        request_param=request_param,
+        client_param=client_param,
+        task_hub=task_hub,
+        user_function=user_function,
+        context_param="context" in parameter_names and "context" not in bound,
+    )
+
+
+class _InvocationContext(func.Context):
+    """The ``context`` argument for functions that declare one."""
+
+    def __init__(self, function_name: str) -> None:
+        """Create a context for one invocation.
+
+        Args:
+            function_name: The invoked function's name.
+        """
+        self._invocation_id = str(uuid.uuid4())
+        self._function_name = function_name
+        self._thread_local = threading.local()
+        self._thread_local.invocation_id = self._invocation_id
+
+    @property
+    def invocation_id(self) -> str:
+        """A fresh id per invocation."""
+        return self._invocation_id
+
+    @property
+    def thread_local_storage(self) -> Any:
+        """Thread-local storage holding ``invocation_id``."""
+        return self._thread_local
+
+    @property
+    def function_name(self) -> str:
+        """The function's name."""
+        return self._function_name
+
+    @property
+    def function_directory(self) -> str:
+        """Not meaningful locally; empty."""
+        return ""
+
+    @property
+    def trace_context(self) -> Any:
+        """Not provided locally; None."""
+        return None
+
+    @property
+    def retry_context(self) -> Any:
+        """Not provided locally; None."""
+        return None
+
+
+def split_path(raw_path: str) -> list[str]:
+    """Split a raw URL path into percent-decoded segments, ignoring one trailing slash.
+
+    Args:
+        raw_path: The path as sent, still percent-encoded.
+
+    Returns:
+        The decoded segments (``/`` gives ``[]``).
+    """
+    parts = raw_path.lstrip("/").split("/")
+    if parts and parts[-1] == "":
+        parts.pop()
+    return [unquote(p) for p in parts]
+
+
+class LocalHttpServer:
+    """Routes requests to the app's HTTP functions and to the durable webhook API."""
+
+    def __init__(
+        self,
+        routes: list[HttpRoute],
+        durable_api: DurableWebhookApi,
+        *,
+        route_prefix: str,
+        function_key: str | None,
+        rpc_base_url: Callable[[], str],
+    ) -> None:
+        """Configure the server.
+
+        Args:
+            routes: The app's HTTP functions.
+            durable_api: Handler for ``/runtime/webhooks/durabletask/...``.
+            route_prefix: Prefix of every function route (``api`` by default; empty for none).
+            function_key: Key required by FUNCTION/ADMIN routes; None disables key checks.
+            rpc_base_url: Returns the webhook base URL handed to durable clients (known only once bound).
+        """
+        self.routes = routes
+        self._durable_api = durable_api
+        self._prefix = [s.lower() for s in route_prefix.strip("/").split("/")] if route_prefix.strip("/") else []
+        self.route_prefix = "/".join(self._prefix)
+        self._function_key = function_key
+        self._rpc_base_url = rpc_base_url
+
+    def build_app(self) -> web.Application:
+        """Create the aiohttp application with one catch-all handler.
+
+        Returns:
+            The application, accepting bodies up to 32 MB.
+        """
+        app = web.Application(client_max_size=MAX_REQUEST_BODY_BYTES)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        return app
+
+    def describe_routes(self, base_url: str) -> list[str]:
+        """List the HTTP routes for the startup banner.
+
+        Args:
+            base_url: The host's base URL.
+
+        Returns:
+            One line per function: methods, URL and function name.
+        """
+        lines = []
+        prefix = f"/{self.route_prefix}" if self.route_prefix else ""
+        for route in sorted(self.routes, key=lambda r: r.route.template):
+            methods = ",".join(sorted(route.methods)) if route.methods else "ANY"
+            path = f"/{route.route.template}" if route.route.template else ""
+            lines.append(f"  {methods:<14} {base_url}{prefix}{path}  [{route.function_name}]")
+        return lines
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        """Serve one request and log it.
+
+        Args:
+            request: The incoming request.
+
+        Returns:
+            The response.
+        """
+        started = time.perf_counter()
+        status = 500
+        try:
+            response = await self._dispatch(request)
+            status = response.status
+            return response
+        except web.HTTPException as exc:
+            status = exc.status
+            code = "payload_too_large" if exc.status == 413 else "bad_request"
+            return error_response(exc.status, code, exc.reason)
+        finally:
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            logger.info("%s %s %d %.1fms", request.method, request.path, status, elapsed_ms)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        """Choose between the webhook API and the function routes.
+
+        Args:
+            request: The incoming request.
+
+        Returns:
+            The response.
+        """
+        path = split_path(request.rel_url.raw_path)
+        if [s.lower() for s in path[: len(WEBHOOK_SEGMENTS)]] == list(WEBHOOK_SEGMENTS):
+            return await self._durable_api.handle(request, path[len(WEBHOOK_SEGMENTS) :])
+        if [s.lower() for s in path[: len(self._prefix)]] != self._prefix:
+            return error_response(404, "not_found", f"No function serves {request.path}.")
+        path = path[len(self._prefix) :]
+
+        matches = [(route, params) for route in self.routes if (params := route.route.match(path)) is not None]
+        if not matches:
+            return error_response(404, "not_found", f"No function serves {request.path}.")
+        method = request.method.upper()
+        allowed = [(r, p) for r, p in matches if r.methods is None or method in r.methods]
+        if not allowed:
+            methods = sorted({m for r, _ in matches for m in (r.methods or ())})
+            return error_response(
+                405,
+                "method_not_allowed",
+                f"{method} is not allowed on {request.path}.",
+                headers={"Allow": ", ".join(methods)},
+            )
+        route, params = min(allowed, key=lambda match: match[0].route.rank)
+        if not self._authorized(route, request):
+            return error_response(
+                401, "unauthorized", "This function needs a key in the x-functions-key header or the code parameter."
+            )
+        return await self._invoke(route, params, request)
+
+    def _authorized(self, route: HttpRoute, request: web.Request) -> bool:
+        """Check the function key for FUNCTION and ADMIN routes.
+
+        Args:
+            route: The matched route.
+            request: The incoming request.
+
+        Returns:
+            True if the request may proceed.
+        """
+        if self._function_key is None or route.auth_level not in _KEYED_AUTH_LEVELS:
+            return True
+        expected = self._function_key.encode()
+        candidates = (request.headers.get("x-functions-key"), request.query.get("code"))
+        return any(c is not None and hmac.compare_digest(c.encode(), expected) for c in candidates)
+
+    async def _invoke(self, route: HttpRoute, params: dict[str, str], request: web.Request) -> web.StreamResponse:
+        """Call the user function and convert its result.
+
+        Args:
+            route: The matched route.
+            params: Route parameters.
+            request: The incoming request.
+
+        Returns:
+            The function's response, or a 500 JSON error if it raised.
+        """
+        body = await request.read()
+        headers: dict[str, str] = {}
+        for name, value in request.headers.items():
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        query: dict[str, str] = {}
+        for name, value in request.query.items():
+            query.setdefault(name, value)
+        http_request = func.HttpRequest(
+            method=request.method.upper(),
+            url=str(request.url),
+            headers=headers,
+            params=query,
+            route_params=params,
+            body=body,
+        )
+        kwargs: dict[str, Any] = {route.request_param: http_request}
+        if route.client_param is not None:
+            kwargs[route.client_param] = json.dumps(
+                {
+                    "taskHubName": route.task_hub,
+                    "creationUrls": {},
+                    "managementUrls": {},
+                    "rpcBaseUrl": self._rpc_base_url(),
+                }
+            )
+        if route.context_param:
+            kwargs["context"] = _InvocationContext(route.function_name)
+        try:
+            if route.is_async:
+                result = await route.user_function(**kwargs)
+            else:
+                result = await asyncio.to_thread(route.user_function, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+            return _to_web_response(result)
+        except Exception:
+            logger.exception("function %r failed", route.function_name)
+            return error_response(500, "internal_error", "The function failed; see the host log.")
+
+
+def _to_web_response(result: Any) -> web.Response:
+    """Convert what an HTTP function returned into an aiohttp response.
+
+    Args:
+        result: An ``HttpResponse``, text/bytes (200 text/plain) or None (204).
+
+    Returns:
+        The aiohttp response.
+
+    Raises:
+        TypeError: For any other return value.
+    """
+    if result is None:
+        return web.Response(status=204)
+    if isinstance(result, str | bytes | bytearray):
+        result = func.HttpResponse(result)
+    if not isinstance(result, func.HttpResponse):
+        raise TypeError(f"HTTP function returned {type(result).__name__}, expected azure.functions.HttpResponse")
+    headers: CIMultiDict[str] = CIMultiDict()
+    for name, value in result.headers.items():
+        if name.lower() not in _DROPPED_RESPONSE_HEADERS:
+            headers.add(name, value)
+    if "Content-Type" not in headers:
+        mimetype = result.mimetype or "text/plain"
+        textual = mimetype.startswith("text/") or mimetype.endswith(("json", "xml"))
+        headers["Content-Type"] = f"{mimetype}; charset={result.charset}" if textual else mimetype
+    return web.Response(status=result.status_code, body=result.get_body(), headers=headers)

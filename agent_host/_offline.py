@@ -1,0 +1,118 @@
+"""OfflineChatClient: a deterministic stand-in model, clearly labelled, that answers from the conversation it is given.
+
+It remembers facts stated as "my X is Y" (and "I am Y"), answers "what is my X?" from the messages it receives,
+and calls one of the agent's tools when the user names it, so memory and tool calls can be shown without a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from agent_framework import BaseChatClient, ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
+from agent_framework._middleware import ChatMiddlewareLayer
+from agent_framework._tools import FunctionInvocationLayer
+
+OFFLINE_LABEL = "[offline model]"
+
+_FACT = re.compile(r"\bmy\s+([a-z][a-z ]{0,30}?)\s+is\s+(.+?)(?=\s+and\s+|[.!?,;\n]|$)", re.IGNORECASE)
+_NAME = re.compile(r"\b(?:i am|i'm|call me)\s+([A-Z][\w-]*)", re.IGNORECASE)
+_QUESTION = re.compile(r"\bwhat(?:'s| is)\s+my\s+([a-z][a-z ]{0,30}?)\s*\?", re.IGNORECASE)
+_ARGUMENT = re.compile(r"(\w+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s,)]+)")
+
+
+class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], BaseChatClient[Any]):
+    """A chat client that needs no network: every reply is deterministic and starts with "[offline model]".
+
+    Replies follow from the messages the client receives, so it shows whether history reached the model:
+    after "My name is Ada." a later "What is my name?" is answered with "Ada" only if that earlier
+    message was sent again. Naming one of the agent's tools ("use get_weather city=Paris") makes it call
+    that tool; arguments come from `key=value` pairs, or the rest of the sentence for a one-parameter tool.
+    """
+
+    OTEL_PROVIDER_NAME: ClassVar[str] = "agent_host.offline"
+
+    async def _inner_get_response(  # type: ignore[override]
+        self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
+    ) -> ChatResponse | ResponseStream[ChatResponseUpdate, ChatResponse]:
+        reply = _reply(list(messages), list(options.get("tools") or []))
+        response = ChatResponse(messages=[reply], model="offline", usage_details=_usage(messages, reply))
+        if not stream:
+            return response
+
+        async def _updates() -> Any:
+            yield ChatResponseUpdate(role="assistant", contents=list(reply.contents), message_id=reply.message_id)
+
+        return ResponseStream(_updates(), finalizer=lambda updates: response)
+
+
+def _reply(messages: list[Message], tools: list[Any]) -> Message:
+    last = messages[-1] if messages else Message("user", [""])
+    if last.role == "tool":
+        results = [c for c in last.contents if c.type == "function_result"]
+        summary = "; ".join(f"{_result_text(c.result)}" for c in results) or "no result"
+        return Message("assistant", [f"{OFFLINE_LABEL} The tool returned: {summary}"])
+    text = last.text or ""
+    call = _tool_call(text, tools, len(messages))
+    if call is not None:
+        return Message("assistant", [call])
+    return Message("assistant", [f"{OFFLINE_LABEL} {_answer(text, messages[:-1])}"])
+
+
+def _answer(text: str, earlier: list[Message]) -> str:
+    facts = _facts(m.text or "" for m in earlier if m.role == "user")
+    question = _QUESTION.search(text)
+    if question:
+        subject = question.group(1).strip().lower()
+        if subject in facts:
+            return f"Your {subject} is {facts[subject]}."
+        return f"I don't know your {subject} yet; nobody told me in this conversation."
+    stated = _facts([text])
+    if stated:
+        noted = ", ".join(f"your {key} is {value}" for key, value in stated.items())
+        return f"Noted: {noted}. ({len(earlier)} earlier messages in this conversation.)"
+    return f'You said: "{text.strip()}". ({len(earlier)} earlier messages in this conversation.)'
+
+
+def _facts(texts: Any) -> dict[str, str]:
+    facts: dict[str, str] = {}
+    for text in texts:
+        for match in _FACT.finditer(text):
+            facts[match.group(1).strip().lower()] = match.group(2).strip()
+        for match in _NAME.finditer(text):
+            facts["name"] = match.group(1)
+    return facts
+
+
+def _tool_call(text: str, tools: list[Any], position: int) -> Content | None:
+    for tool in tools:
+        name = getattr(tool, "name", None)
+        if not name or not re.search(rf"\b{re.escape(name)}\b", text):
+            continue
+        parameters = getattr(tool, "parameters", None)
+        schema = parameters() if callable(parameters) else {}
+        properties = list((schema or {}).get("properties", {}))
+        arguments = {key: value.strip("\"'") for key, value in _ARGUMENT.findall(text) if key in properties}
+        if not arguments and len(properties) == 1:
+            rest = text.split(name, 1)[1].strip(" :,.?!")
+            rest = re.sub(r"^(for|with|on|about|in)\s+", "", rest, flags=re.IGNORECASE)
+            if rest:
+                arguments = {properties[0]: rest}
+        return Content.from_function_call(f"offline-call-{position}", name, arguments=json.dumps(arguments))
+    return None
+
+
+def _result_text(result: Any) -> str:
+    if isinstance(result, list):
+        return " ".join(_result_text(item) for item in result)
+    text = getattr(result, "text", None)
+    return str(text if text is not None else result)
+
+
+def _usage(messages: Sequence[Message], reply: Message) -> dict[str, int]:
+    # About four characters a token, as core's CharacterEstimatorTokenizer counts.
+    prompt = sum(len(m.text or "") for m in messages) // 4 + len(messages)
+    completion = len(reply.text or "") // 4 + 1
+    return {"input_token_count": prompt, "output_token_count": completion, "total_token_count": prompt + completion}

@@ -1,0 +1,123 @@
+"""Settings the host reads (once, when the app is built), and the choice of chat client from them.
+
+Client precedence, in one ordered place: Azure OpenAI when its endpoint is set, then OpenAI or any
+OpenAI-compatible endpoint, then the offline model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._offline import OfflineChatClient
+from ._state import RetentionSettings
+
+AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
+AZURE_OPENAI_CHAT_MODEL = "AZURE_OPENAI_CHAT_MODEL"
+AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
+OPENAI_API_KEY = "OPENAI_API_KEY"
+OPENAI_BASE_URL = "OPENAI_BASE_URL"
+OPENAI_CHAT_MODEL = "OPENAI_CHAT_MODEL"
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """Limits and defaults of the host, from app settings (environment variables).
+
+    Attributes:
+        max_message_bytes: Largest accepted message (UTF-8 bytes). `AGENT_HOST_MAX_MESSAGE_BYTES`.
+        default_wait_seconds: How long a turn request waits for its answer by default. `AGENT_HOST_WAIT_SECONDS`.
+        max_wait_seconds: The longest wait a request may ask for. `AGENT_HOST_MAX_WAIT_SECONDS`.
+        run_timeout_seconds: How long one agent run may take before the turn fails. `AGENT_HOST_RUN_TIMEOUT_SECONDS`.
+        max_turn_records: Turn results kept per conversation for callers. `AGENT_HOST_MAX_TURN_RECORDS`.
+        retention: Default retention of new conversations: `AGENT_HOST_RETENTION_MODE`,
+            `AGENT_HOST_MAX_STATE_BYTES`.
+    """
+
+    max_message_bytes: int = 32 * 1024
+    default_wait_seconds: float = 30.0
+    max_wait_seconds: float = 120.0
+    run_timeout_seconds: float = 230.0
+    max_turn_records: int = 100
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> HostSettings:
+        """Read every `AGENT_HOST_*` setting; unset ones keep their defaults.
+
+        Raises:
+            ValueError: a setting is present but not a valid value; the message names it.
+        """
+        env = os.environ if environ is None else environ
+        defaults = cls()
+        retention = RetentionSettings(
+            mode=env.get("AGENT_HOST_RETENTION_MODE", defaults.retention.mode),  # type: ignore[arg-type]
+            max_state_bytes=_number(env, "AGENT_HOST_MAX_STATE_BYTES", defaults.retention.max_state_bytes, int),
+        )
+        return cls(
+            max_message_bytes=_number(env, "AGENT_HOST_MAX_MESSAGE_BYTES", defaults.max_message_bytes, int),
+            default_wait_seconds=_number(env, "AGENT_HOST_WAIT_SECONDS", defaults.default_wait_seconds, float),
+            max_wait_seconds=_number(env, "AGENT_HOST_MAX_WAIT_SECONDS", defaults.max_wait_seconds, float),
+            run_timeout_seconds=_number(env, "AGENT_HOST_RUN_TIMEOUT_SECONDS", defaults.run_timeout_seconds, float),
+            max_turn_records=_number(env, "AGENT_HOST_MAX_TURN_RECORDS", defaults.max_turn_records, int),
+            retention=retention,
+        )
+
+
+def _number(env: Mapping[str, str], name: str, default: Any, kind: type) -> Any:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"Setting {name}={raw!r} is not a {kind.__name__}; set a positive number.") from None
+    if value <= 0:
+        raise ValueError(f"Setting {name}={raw!r} must be positive.")
+    return value
+
+
+def chat_client_from_settings(environ: Mapping[str, str] | None = None) -> Any:
+    """The chat client the settings ask for: Azure OpenAI, then OpenAI-compatible, then the offline model.
+
+    Azure OpenAI (`AZURE_OPENAI_ENDPOINT`, `AZURE_OPENAI_CHAT_MODEL`) signs in with Entra ID
+    (`DefaultAzureCredential`, e.g. a managed identity) unless `AZURE_OPENAI_API_KEY` is set. OpenAI or a
+    compatible server such as Ollama (`OPENAI_API_KEY` and/or `OPENAI_BASE_URL`, `OPENAI_CHAT_MODEL`) uses
+    the Chat Completions API. With none of these, the offline model answers.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(AZURE_OPENAI_ENDPOINT):
+        from agent_framework_openai import OpenAIChatClient
+
+        if env.get(AZURE_OPENAI_API_KEY):
+            return OpenAIChatClient(
+                azure_endpoint=env[AZURE_OPENAI_ENDPOINT],
+                model=env.get(AZURE_OPENAI_CHAT_MODEL),
+                api_key=env[AZURE_OPENAI_API_KEY],
+            )
+        from azure.identity import DefaultAzureCredential
+
+        return OpenAIChatClient(
+            azure_endpoint=env[AZURE_OPENAI_ENDPOINT],
+            model=env.get(AZURE_OPENAI_CHAT_MODEL),
+            credential=DefaultAzureCredential(),
+        )
+    if env.get(OPENAI_API_KEY) or env.get(OPENAI_BASE_URL):
+        from agent_framework_openai import OpenAIChatCompletionClient
+
+        return OpenAIChatCompletionClient(
+            model=env.get(OPENAI_CHAT_MODEL),
+            api_key=env.get(OPENAI_API_KEY) or "not-needed",
+            base_url=env.get(OPENAI_BASE_URL) or None,
+        )
+    return OfflineChatClient()
+
+
+def describe_chat_client(client: Any) -> str:
+    """One line saying which model answers, for the local host's banner and the logs."""
+    if isinstance(client, OfflineChatClient):
+        return "offline model (deterministic, no network; set AZURE_OPENAI_ENDPOINT or OPENAI_* to use a real one)"
+    model = getattr(client, "model", None) or getattr(client, "model_id", None) or "default model"
+    return f"{type(client).__name__} ({model})"

@@ -1,0 +1,147 @@
+"""The versioned conversation state an entity stores, and the refusal of state this code cannot read.
+
+The pydantic models here are the schema (checked in as `tests/data/conversation_state.schema.json`);
+the entity works on plain JSON-shaped dicts decoded once per operation, validated against these models.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from ._errors import StateCorruptError, StateVersionError
+
+# Version 1: flat message list with ids and compaction annotations, the serialized session,
+# retention settings and truncation record, and turn records keyed by turn id.
+SCHEMA_VERSION = 1
+SCHEMA_VERSION_KEY = "schemaVersion"
+
+RetentionModeName = Literal["keep_all", "auto", "follow_compaction"]
+
+
+class _StateModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class StoredMessage(_StateModel):
+    """One message of the transcript. `text` is shorthand for a single plain text content."""
+
+    id: str = Field(description="Stable message id: the model's own, or derived from the turn id and position.")
+    role: str
+    text: str | None = None
+    contents: list[dict[str, Any]] | None = Field(default=None, description="Content.to_dict() of each content.")
+    props: dict[str, Any] | None = Field(
+        default=None, description="Message.additional_properties, where compaction keeps its annotations."
+    )
+    author: str | None = None
+    at: int = Field(description="When the message was stored, milliseconds since the Unix epoch.")
+
+
+class ErrorRecord(_StateModel):
+    """Why a turn failed: a stable code and a message fit to show a user."""
+
+    code: str
+    message: str
+
+
+class TurnRecord(_StateModel):
+    """The delivery record of one turn: what its caller reads, independent of the transcript."""
+
+    status: Literal["completed", "failed"]
+    request_hash: str | None = None
+    text: str | None = None
+    messages: list[StoredMessage] = Field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    error: ErrorRecord | None = None
+    at: int
+
+
+class RetentionSettings(_StateModel):
+    """How much this conversation may store and what may be deleted to stay under it."""
+
+    mode: RetentionModeName = "auto"
+    max_state_bytes: int = Field(default=1024 * 1024, gt=0)
+    high_watermark: float = Field(default=0.85, gt=0, le=1)
+    low_watermark: float = Field(default=0.70, gt=0, lt=1)
+
+
+class TruncationRecord(_StateModel):
+    """What retention has deleted from this conversation so far."""
+
+    evicted_messages: int = 0
+    first_evicted_at: int | None = None
+    last_evicted_at: int | None = None
+
+
+class ConversationState(_StateModel):
+    """Everything one conversation entity stores."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    agent: str
+    conversation_id: str
+    created_at: int
+    updated_at: int
+    turn_count: int = 0
+    messages: list[StoredMessage] = Field(default_factory=list)
+    session: dict[str, Any] | None = Field(
+        default=None, description="AgentSession.to_dict() without the durable history slice."
+    )
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    truncation: TruncationRecord = Field(default_factory=TruncationRecord)
+    turns: dict[str, TurnRecord] = Field(default_factory=dict)
+    capacity_error: ErrorRecord | None = None
+
+
+def decode_state(raw: str | dict[str, Any]) -> dict[str, Any]:
+    """Decode and validate stored state; refuse anything this code cannot read.
+
+    Raises:
+        StateCorruptError: the state is not valid JSON or does not match the schema.
+        StateVersionError: the state has a schema version other than this code's.
+    """
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as exc:
+        raise StateCorruptError(
+            f"The stored conversation is not valid JSON ({exc}). It was left unchanged; restore it from a backup "
+            "or delete the conversation to start over."
+        ) from None
+    if not isinstance(data, dict):
+        raise StateCorruptError("The stored conversation is not a JSON object. It was left unchanged.")
+    version = data.get(SCHEMA_VERSION_KEY)
+    if version != SCHEMA_VERSION:
+        raise StateVersionError(version, SCHEMA_VERSION)
+    try:
+        ConversationState.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise StateCorruptError(
+            f"The stored conversation does not match schema version {SCHEMA_VERSION} at '{where}': {first['msg']}. "
+            "It was left unchanged."
+        ) from None
+    return data
+
+
+def new_state(agent: str, conversation_id: str, retention: RetentionSettings, now_ms: int) -> dict[str, Any]:
+    """A conversation that has run no turn yet, as the JSON-shaped dict the entity stores."""
+    return ConversationState(
+        agent=agent,
+        conversation_id=conversation_id,
+        created_at=now_ms,
+        updated_at=now_ms,
+        retention=retention,
+    ).model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def encode_state(state: dict[str, Any]) -> str:
+    """The exact string the entity stores (and the bytes retention measures)."""
+    return json.dumps(state, separators=(",", ":"), ensure_ascii=False)
+
+
+def state_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the stored state, as checked in under tests/data."""
+    return ConversationState.model_json_schema(by_alias=True)

@@ -1,0 +1,51 @@
+"""The template app: ordinary Agent Framework agents, hosted as durable conversations on Azure Functions.
+
+Edit the agent below as you would any core agent; `AgentFunctionApp` makes its history durable.
+Run it with `func start` (Core Tools + Azurite) or `python -m agent_host serve`, then try `demo.http`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from agent_framework import (
+    Agent,
+    CompactionProvider,
+    InMemoryHistoryProvider,
+    SlidingWindowStrategy,
+    tool,
+)
+
+from agent_host import AgentFunctionApp, chat_client_from_settings
+
+
+@tool
+def get_weather(city: Annotated[str, "The city to get the weather for."]) -> str:
+    """Get today's weather for a city (a canned sample; replace with a real service)."""
+    forecasts = {"paris": "sunny, 21 °C", "london": "light rain, 14 °C", "seattle": "overcast, 12 °C"}
+    return f"The weather in {city} is {forecasts.get(city.strip().lower(), 'mild and dry, 18 °C')}."
+
+
+# Azure OpenAI when AZURE_OPENAI_ENDPOINT is set, OpenAI or an OpenAI-compatible server (e.g. Ollama) when
+# OPENAI_API_KEY / OPENAI_BASE_URL is set, otherwise the offline model.
+client = chat_client_from_settings()
+
+# History and compaction, configured the normal core way: the host swaps this in-memory provider for a durable
+# one with the same source id, so the compaction provider below works on durable history unchanged.
+history = InMemoryHistoryProvider(skip_excluded=True)
+compaction = CompactionProvider(
+    after_strategy=SlidingWindowStrategy(keep_last_groups=24),
+    history_source_id=history.source_id,
+)
+
+assistant = Agent(
+    client,
+    instructions="You are a friendly assistant. Remember what the user tells you. Use tools when asked.",
+    name="assistant",
+    tools=[get_weather],
+    context_providers=[history, compaction],
+    # Keep the conversation in the durable entity, not in the model service (Responses API stores by default).
+    default_options={"store": False},
+)
+
+app = AgentFunctionApp(agents=[assistant])

@@ -1,0 +1,56 @@
+"""Entity batches in the host's JSON format, and a driver that feeds the returned state back like the host does."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def entity_batch(name: str, key: str, state: str | None, operations: Sequence[tuple[str, Any]]) -> str:
+    """The JSON the Durable Functions host sends an entity function.
+
+    Each operation's input is JSON-encoded twice, as the extension does: the signal body is already a JSON
+    string (the client posts `json.dumps(input)`) and the host forwards that text as a string.
+    """
+    return json.dumps(
+        {
+            "self": {"name": name, "key": key},
+            "exists": state is not None,
+            "state": state,
+            "batch": [
+                {"name": operation, "signal": True, "input": json.dumps(json.dumps(payload))}
+                for operation, payload in operations
+            ],
+        }
+    )
+
+
+@dataclass
+class EntityDriver:
+    """Holds one entity's stored state string across batches, as the host would."""
+
+    function: Callable[[str], str]
+    name: str
+    key: str
+    state: str | None = None
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    def send(self, *operations: tuple[str, Any]) -> list[dict[str, Any]]:
+        """Run one batch; commit the returned state like the host; return the operation results."""
+        output = json.loads(self.function(entity_batch(self.name, self.key, self.state, operations)))
+        self.state = output["entityState"] if output["entityExists"] else None
+        results = output["results"]
+        self.results.extend(results)
+        return results
+
+    def run_turn(self, turn_id: str, message: str) -> dict[str, Any]:
+        """Run one turn and return its delivery record from the committed state."""
+        (result,) = self.send(("run", {"turnId": turn_id, "message": message}))
+        assert not result["isError"], result
+        return self.decoded()["turns"][turn_id]
+
+    def decoded(self) -> dict[str, Any]:
+        assert self.state is not None
+        return json.loads(self.state)

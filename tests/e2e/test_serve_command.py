@@ -1,0 +1,52 @@
+"""`python -m agent_host serve` runs the template app: it says where it listens and which model answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def post(url: str, body: dict) -> dict:
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_serve_runs_the_template_and_keeps_the_conversation_across_restarts(tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "agent_host", "serve", "--port", str(port), "--state-dir", str(tmp_path)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI"))}
+    base = f"http://127.0.0.1:{port}/api/agents/assistant/conversations/cli/turns"
+    outputs = []
+    for message in ["My name is Linus.", "What is my name?"]:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        try:
+            banner = ""
+            deadline = time.monotonic() + 60
+            while "Listening on" not in banner and time.monotonic() < deadline:
+                banner += process.stdout.readline()
+            outputs.append(banner)
+            answer = post(base, {"message": message})
+        finally:
+            process.terminate()
+            process.wait(30)
+            process.stdout.close()
+
+    assert f"Listening on http://127.0.0.1:{port}" in outputs[0]
+    assert answer["text"] == "[offline model] Your name is Linus."

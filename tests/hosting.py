@@ -1,0 +1,94 @@
+"""A local host on 127.0.0.1 running in its own thread and event loop, restartable, with a small HTTP client."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from azure.durable_functions.models.utils import http_utils
+
+from agent_host._local_host import LocalHost
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class RunningHost:
+    """Runs `LocalHost` for an app built by `app_factory`; `restart()` builds a fresh app on the same state dir."""
+
+    def __init__(self, app_factory: Callable[[], Any], state_dir: Path, function_key: str | None = None) -> None:
+        self.app_factory = app_factory
+        self.state_dir = state_dir
+        self.function_key = function_key
+        self.host: LocalHost | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self.start()
+
+    def start(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.host = LocalHost(self.app_factory(), state_dir=self.state_dir, port=0, function_key=self.function_key)
+        self.call(self.host.start())
+
+    def call(self, coroutine: Any, timeout: float = 60) -> Any:
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    def stop(self) -> None:
+        if self.host is None or self._loop is None:
+            return
+        self.call(self.host.stop())
+        # azure-functions-durable keeps one aiohttp session bound to the first loop: close it with this loop.
+        self.call(http_utils._close_session())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        assert self._thread is not None
+        self._thread.join(10)
+        self._loop.close()
+        self.host = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def wait_idle(self, timeout: float = 30) -> None:
+        assert self.host is not None
+        self.call(self.host.scheduler.wait_idle(timeout), timeout + 5)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> Reply:
+        assert self.host is not None
+        url = urlsplit(self.host.base_url)
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+        sent_headers = dict(headers or {})
+        data: bytes | None = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            sent_headers.setdefault("Content-Type", "application/json")
+        connection.request(method, path, body=data, headers=sent_headers)
+        response = connection.getresponse()
+        reply = Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+        connection.close()
+        return reply

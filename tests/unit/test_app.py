@@ -1,0 +1,72 @@
+"""Registration: names, routes and entities per agent, and the public API surface."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ScriptedChatClient, build_app, make_agent
+
+import agent_host
+from agent_host import AgentFunctionApp, HostSettings
+
+
+def test_missing_agent_name_is_a_startup_error() -> None:
+    from agent_framework import Agent
+
+    with pytest.raises(ValueError, match="needs a name"):
+        AgentFunctionApp(agents=[Agent(ScriptedChatClient(), "x")], settings=HostSettings())
+
+
+def test_duplicate_agent_name_is_a_startup_error() -> None:
+    with pytest.raises(ValueError, match="registered twice"):
+        build_app(make_agent(ScriptedChatClient(), "support"), make_agent(ScriptedChatClient(), "Support"))
+
+
+def test_agent_name_unfit_for_routes_is_a_startup_error() -> None:
+    with pytest.raises(ValueError, match="cannot be used in routes"):
+        build_app(make_agent(ScriptedChatClient(), "my agent"))
+
+
+def test_each_agent_gets_one_entity_and_the_routes_are_shared() -> None:
+    app = build_app(make_agent(ScriptedChatClient(), "alpha"), make_agent(ScriptedChatClient(), "beta"))
+
+    names = sorted(f.get_function_name() for f in app.get_functions())
+
+    assert names == [
+        "conversation",
+        "conversation_alpha",
+        "conversation_beta",
+        "conversation_messages",
+        "conversation_turn",
+        "conversation_turns",
+        "health",
+    ]
+
+
+def test_add_agent_after_construction_registers_its_entity() -> None:
+    app = build_app()
+    app.add_agent(make_agent(ScriptedChatClient(), "late"), retention_mode="keep_all", max_state_bytes=4096)
+
+    assert "conversation_late" in [f.get_function_name() for f in app.get_functions()]
+    assert app._entities["late"].retention.mode == "keep_all"
+    assert app._entities["late"].retention.max_state_bytes == 4096
+
+
+def test_public_api_is_exactly_this() -> None:
+    assert sorted(agent_host.__all__) == [
+        "AgentFunctionApp",
+        "AgentHostError",
+        "AgentNotFoundError",
+        "ConversationNotFoundError",
+        "DurableHistoryProvider",
+        "HostSettings",
+        "InvalidRequestError",
+        "MessageTooLargeError",
+        "OfflineChatClient",
+        "StateCapacityExceededError",
+        "StateCorruptError",
+        "StateVersionError",
+        "TurnExpiredError",
+        "TurnFailedError",
+        "TurnNotFoundError",
+        "chat_client_from_settings",
+    ]

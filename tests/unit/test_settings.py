@@ -1,0 +1,52 @@
+"""Settings and the chat-client precedence, one test per rung."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_host import HostSettings, OfflineChatClient, chat_client_from_settings
+
+
+def test_azure_openai_endpoint_wins_over_openai() -> None:
+    client = chat_client_from_settings(
+        {
+            "AZURE_OPENAI_ENDPOINT": "https://example.openai.azure.com",
+            "AZURE_OPENAI_CHAT_MODEL": "gpt-4o-mini",
+            "AZURE_OPENAI_API_KEY": "k",
+            "OPENAI_API_KEY": "other",
+        }
+    )
+
+    assert type(client).__name__ == "OpenAIChatClient"
+
+
+def test_openai_compatible_base_url_is_used_without_azure() -> None:
+    client = chat_client_from_settings(
+        {"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "OPENAI_CHAT_MODEL": "llama3.2"}
+    )
+
+    assert type(client).__name__ == "OpenAIChatCompletionClient"
+    assert client.model == "llama3.2"
+
+
+def test_offline_model_when_nothing_is_configured() -> None:
+    assert isinstance(chat_client_from_settings({"AZURE_OPENAI_ENDPOINT": "", "OPENAI_API_KEY": ""}), OfflineChatClient)
+
+
+def test_host_settings_read_from_the_environment() -> None:
+    settings = HostSettings.from_environment(
+        {
+            "AGENT_HOST_MAX_MESSAGE_BYTES": "100",
+            "AGENT_HOST_RETENTION_MODE": "keep_all",
+            "AGENT_HOST_MAX_STATE_BYTES": "5000",
+        }
+    )
+
+    assert settings.max_message_bytes == 100
+    assert settings.retention.mode == "keep_all"
+    assert settings.retention.max_state_bytes == 5000
+
+
+def test_invalid_setting_names_the_variable() -> None:
+    with pytest.raises(ValueError, match="AGENT_HOST_WAIT_SECONDS"):
+        HostSettings.from_environment({"AGENT_HOST_WAIT_SECONDS": "soon"})
