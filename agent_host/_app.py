@@ -12,8 +12,9 @@ import azure.durable_functions as df
 import azure.functions as func
 from agent_framework import SupportsAgentRun
 
+from ._contract import AgentRoute
 from ._entity import ConversationEntity
-from ._routes import AgentRoute, Routes
+from ._routes import Routes
 from ._settings import HostSettings
 from ._state import RetentionModeName, RetentionSettings
 
@@ -105,6 +106,7 @@ class AgentFunctionApp(df.DFApp):
             agent,
             retention=retention,
             max_turn_records=self.settings.max_turn_records,
+            turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
             run_timeout_seconds=self.settings.run_timeout_seconds,
         )
         entity_name = entity_name_for(name)
@@ -152,3 +154,9 @@ class AgentFunctionApp(df.DFApp):
             req: func.HttpRequest, client: df.DurableOrchestrationClient
         ) -> func.HttpResponse:
             return await routes.messages(req, client)
+
+        @self.function_name("agent_run")
+        @self.route(route="agents/{agent}/run", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def agent_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.run(req, client)

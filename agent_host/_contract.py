@@ -6,6 +6,7 @@ Knows the wire format, not how the entity stores history beyond the record shape
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,15 @@ from ._errors import InvalidRequestError
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass(frozen=True)
+class AgentRoute:
+    """What the HTTP side knows about a registered agent: its name, its entity's name, who keeps its history."""
+
+    name: str
+    entity_name: str
+    history: str
 
 
 class _WireModel(BaseModel):

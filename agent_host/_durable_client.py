@@ -51,14 +51,13 @@ class ConversationClient:
         return decode_state(response.entity_state)
 
     async def wait_for_turn(self, conversation_id: str, turn_id: str, timeout: float) -> dict[str, Any] | None:
-        """Poll until the turn has a record or `timeout` passes; returns the record or None."""
+        """Poll until the turn has a record or `timeout` passes; returns the state holding the record, or None."""
         deadline = time.monotonic() + timeout
         interval = FIRST_POLL_SECONDS
         while True:
             state = await self.read(conversation_id)
-            record = (state or {}).get("turns", {}).get(turn_id)
-            if record is not None:
-                return record
+            if state is not None and turn_id in state.get("turns", {}):
+                return state
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None

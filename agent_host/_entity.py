@@ -23,8 +23,16 @@ from agent_framework import (
     SupportsAgentRun,
 )
 
-from ._delivery import DEFAULT_MAX_TURN_RECORDS, completed_record, failed_record, record_turn
-from ._errors import AgentHostError, InvalidRequestError, TurnFailedError
+from ._delivery import (
+    DEFAULT_MAX_TURN_RECORDS,
+    DEFAULT_TURN_RECORD_TTL_SECONDS,
+    alias_record,
+    completed_record,
+    failed_record,
+    find_keyed_turn,
+    record_turn,
+)
+from ._errors import AgentHostError, IdempotencyConflictError, InvalidRequestError, TurnFailedError
 from ._event_loop import AGENT_LOOP
 from ._history import (
     MESSAGES_KEY,
@@ -105,6 +113,7 @@ class ConversationEntity:
         agent: The caller's agent; never mutated, each turn runs on a shallow copy.
         retention: Default retention for new conversations.
         max_turn_records: How many turn records each conversation keeps for its callers.
+        turn_record_ttl_seconds: How long a turn record is kept for its callers.
         run_timeout_seconds: How long one agent run may take before the turn fails.
     """
 
@@ -115,6 +124,7 @@ class ConversationEntity:
         *,
         retention: RetentionSettings,
         max_turn_records: int = DEFAULT_MAX_TURN_RECORDS,
+        turn_record_ttl_seconds: float = DEFAULT_TURN_RECORD_TTL_SECONDS,
         run_timeout_seconds: float = 230.0,
     ) -> None:
         self.agent_name = agent_name
@@ -122,6 +132,7 @@ class ConversationEntity:
         self.plan = plan_history(agent)
         self.retention = retention
         self.max_turn_records = max_turn_records
+        self.turn_record_ttl_seconds = turn_record_ttl_seconds
         self.run_timeout_seconds = run_timeout_seconds
 
     def __call__(self, context: df.DurableEntityContext) -> None:
@@ -159,26 +170,45 @@ class ConversationEntity:
         self, state: dict[str, Any], conversation_id: str, turn_id: str, request: dict[str, Any]
     ) -> dict[str, Any]:
         """Run one turn against a copy of `state` and return the new state (with its turn record)."""
-        request_hash = request.get("requestHash")
+        now = _now_ms()
+        key = request.get("idempotencyKey")
+        earlier = find_keyed_turn(state, key) if key else None
         new = copy.copy(state)
-        try:
-            response, new = self._run_agent(new, conversation_id, turn_id, request)
-        except AgentHostError as exc:
-            record = failed_record(exc.to_record(), _now_ms(), request_hash)
-            new = copy.copy(state)
-        except Exception as exc:
-            logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id)
-            error = TurnFailedError(
-                f"The agent run failed ({type(exc).__name__}). The conversation's earlier history is unchanged; "
-                "send the next turn to continue."
-            )
-            record = failed_record(error.to_record(), _now_ms(), request_hash)
-            new = copy.copy(state)
+        if earlier is not None:
+            # A retry with a known Idempotency-Key: answer from the original turn, never call the model again.
+            original_id, original = earlier
+            if original.get("requestHash") == request.get("requestHash"):
+                record = alias_record(original_id, now)
+            else:
+                record = failed_record(_key_reused(key, original_id).to_record(), now)
         else:
-            record = completed_record(response, _now_ms(), request_hash)
-        new["turns"] = dict(state.get("turns", {}))
-        record_turn(new, turn_id, record, self.max_turn_records)
-        new["updatedAt"] = _now_ms()
+            try:
+                response, new = self._run_agent(new, conversation_id, turn_id, request)
+            except AgentHostError as exc:
+                record = failed_record(exc.to_record(), _now_ms())
+                new = copy.copy(state)
+            except Exception as exc:
+                logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id)
+                error = TurnFailedError(
+                    f"The agent run failed ({type(exc).__name__}). The conversation's earlier history is unchanged; "
+                    "send the next turn to continue."
+                )
+                record = failed_record(error.to_record(), _now_ms())
+                new = copy.copy(state)
+            else:
+                record = completed_record(response, _now_ms())
+            if key:
+                record.update(idempotencyKey=key, requestHash=request.get("requestHash"))
+        now = _now_ms()
+        record_turn(
+            new,
+            turn_id,
+            record,
+            max_records=self.max_turn_records,
+            ttl_seconds=self.turn_record_ttl_seconds,
+            now_ms=now,
+        )
+        new["updatedAt"] = now
         return new
 
     def _run_agent(
@@ -233,6 +263,13 @@ def write_raw_state(context: df.DurableEntityContext, text: str) -> None:
     context.set_state(text)
     if hasattr(context, "_state_is_raw"):
         context._state_is_raw = True
+
+
+def _key_reused(key: str, original_turn_id: str) -> IdempotencyConflictError:
+    return IdempotencyConflictError(
+        f"Idempotency-Key {key!r} was already used for turn '{original_turn_id}' with a different request. "
+        "Use a new key for a new request."
+    )
 
 
 def _now_ms() -> int:

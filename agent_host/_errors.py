@@ -32,6 +32,7 @@ class AgentHostError(Exception):
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.fields: dict[str, str] = {}
         if code is not None:
             self.code = code  # type: ignore[misc]
 
@@ -99,6 +100,10 @@ class TurnExpiredError(AgentHostError):
 
     code = "turn_expired"
     status = 410
+
+    def __init__(self, message: str, *, conversation_id: str, turn_id: str) -> None:
+        super().__init__(message)
+        self.fields = {"conversationId": conversation_id, "turnId": turn_id, "status": "expired"}
 
 
 class MessageTooLargeError(AgentHostError):

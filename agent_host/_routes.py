@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
 from pydantic import ValidationError
 
+from ._compat import run_compat
 from ._contract import (
+    AgentRoute,
     TurnRequest,
     iso_time,
     render_message,
@@ -25,16 +27,18 @@ from ._contract import (
     validate_conversation_id,
     validate_turn_id,
 )
-from ._delivery import new_turn_id
+from ._delivery import EXPIRED_TURNS_KEY, find_keyed_turn, issued_at, new_turn_id, request_hash, resolve_alias
 from ._durable_client import ConversationClient
 from ._entity import DELETE_OPERATION, RUN_OPERATION
 from ._errors import (
     AgentHostError,
     AgentNotFoundError,
     ConversationNotFoundError,
+    IdempotencyConflictError,
     InvalidRequestError,
     MessageTooLargeError,
     MethodNotAllowedError,
+    TurnExpiredError,
     TurnNotFoundError,
     UnsupportedMediaTypeError,
     status_for_code,
@@ -46,21 +50,9 @@ logger = logging.getLogger("agent_host.http")
 
 JSON_MEDIA_TYPE = "application/json"
 TEXT_MEDIA_TYPE = "text/plain"
-# A turn id starts with its issue time in milliseconds, as 11 hex digits (see `new_turn_id`).
-_TURN_TIME_DIGITS = 11
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+_IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 DELETE_WAIT_SECONDS = 30.0
-
-
-@dataclass(frozen=True)
-class AgentRoute:
-    """What the HTTP side knows about a registered agent: its name and its entity's name."""
-
-    name: str
-    entity_name: str
-    history: str
-
-
-Handler = Callable[..., Awaitable[func.HttpResponse]]
 
 
 class Routes:
@@ -94,6 +86,10 @@ class Routes:
         """`GET .../conversations/{conversationId}/messages`: the transcript in conversation order."""
         return await _respond(req, ("GET",), lambda: self._get_messages(req, client))
 
+    async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
+        return await _respond(req, ("POST",), lambda: run_compat(req, client, self._agent(req), self._settings))
+
     # -- handlers -------------------------------------------------------------------------------
 
     async def _health(self) -> func.HttpResponse:
@@ -103,44 +99,62 @@ class Routes:
     async def _post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
         request = self._parse_turn(req)
+        key = _idempotency_key(req)
         conversations = ConversationClient(client, agent.entity_name)
+        turns_url = req.url.split("?", 1)[0].rstrip("/")
+        payload: dict[str, Any] = {"message": request.message}
+        if key is not None:
+            digest = request_hash(payload)
+            earlier = find_keyed_turn(await conversations.read(conversation_id) or {}, key)
+            if earlier is not None:
+                # A client retry: the same turn and answer, without running the model again.
+                turn_id, record = earlier
+                if record.get("requestHash") != digest:
+                    raise IdempotencyConflictError(
+                        f"Idempotency-Key {key!r} was already used for turn '{turn_id}' with a different request. "
+                        "Use a new key for a new request."
+                    )
+                return _turn_response(conversation_id, turn_id, record, f"{turns_url}/{turn_id}")
+            payload.update(idempotencyKey=key, requestHash=digest)
         turn_id = new_turn_id()
-        await conversations.signal(conversation_id, RUN_OPERATION, {"turnId": turn_id, "message": request.message})
-        location = req.url.split("?", 1)[0].rstrip("/") + "/" + turn_id
-        record = None
+        await conversations.signal(conversation_id, RUN_OPERATION, {"turnId": turn_id, **payload})
+        state = None
         if request.wait:
             timeout = request.timeout_seconds or self._settings.default_wait_seconds
-            record = await conversations.wait_for_turn(conversation_id, turn_id, float(timeout))
+            state = await conversations.wait_for_turn(conversation_id, turn_id, float(timeout))
+        if state is None:
+            pending = render_pending(conversation_id, turn_id)
+            return _json(202, pending, headers={"Location": f"{turns_url}/{turn_id}"})
+        reported_id, record = resolve_alias(state, turn_id)
         if record is None:
-            return _json(202, render_pending(conversation_id, turn_id), headers={"Location": location})
-        return _turn_response(conversation_id, turn_id, record, location)
+            raise _expired(conversation_id, reported_id)
+        return _turn_response(conversation_id, reported_id, record, f"{turns_url}/{reported_id}")
 
     async def _get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
-        state = await ConversationClient(client, agent.entity_name).read(conversation_id)
-        turns: dict[str, Any] = (state or {}).get("turns", {})
-        record = turns.get(turn_id)
+        state = await ConversationClient(client, agent.entity_name).read(conversation_id) or {}
+        location = req.url.split("?", 1)[0]
+        reported_id, record = resolve_alias(state, turn_id)
         if record is not None:
-            return _turn_response(conversation_id, turn_id, record, req.url.split("?", 1)[0])
-        if self._may_be_pending(turn_id, turns):
-            return _json(202, render_pending(conversation_id, turn_id), headers={"Location": req.url.split("?", 1)[0]})
+            return _turn_response(conversation_id, reported_id, record, location)
+        if reported_id != turn_id or turn_id in state.get(EXPIRED_TURNS_KEY, ()):
+            raise _expired(conversation_id, turn_id)
+        if self._may_be_pending(issued_at(turn_id), state.get("turns", {})):
+            return _json(202, render_pending(conversation_id, turn_id), headers={"Location": location})
         raise TurnNotFoundError(conversation_id, turn_id)
 
-    def _may_be_pending(self, turn_id: str, turns: Mapping[str, Any]) -> bool:
+    def _may_be_pending(self, issued: int | None, turns: Mapping[str, Any]) -> bool:
         """An unknown turn id is pending only if it was issued recently and no later turn has finished.
 
         Operations on one entity run in order, so a finished later turn means this one never arrived.
         """
-        try:
-            issued_ms = int(turn_id[:_TURN_TIME_DIGITS], 16)
-        except ValueError:
+        if issued is None:
             return False
         window_ms = (self._settings.max_wait_seconds + self._settings.run_timeout_seconds) * 1000 * 2
-        if time.time() * 1000 - issued_ms > window_ms:
+        if time.time() * 1000 - issued > window_ms:
             return False
-        prefix = turn_id[:_TURN_TIME_DIGITS]
-        return not any(known[:_TURN_TIME_DIGITS] > prefix for known in turns)
+        return not any((issued_at(known) or 0) > issued for known in turns)
 
     async def _get_conversation(
         self, req: func.HttpRequest, client: df.DurableOrchestrationClient
@@ -171,12 +185,15 @@ class Routes:
 
     # -- parsing --------------------------------------------------------------------------------
 
-    def _target(self, req: func.HttpRequest) -> tuple[AgentRoute, str]:
+    def _agent(self, req: func.HttpRequest) -> AgentRoute:
         name = req.route_params.get("agent", "")
         agent = self._agents.get(name)
         if agent is None:
             raise AgentNotFoundError(name[:80], sorted(self._agents))
-        return agent, validate_conversation_id(req.route_params.get("conversationId", ""))
+        return agent
+
+    def _target(self, req: func.HttpRequest) -> tuple[AgentRoute, str]:
+        return self._agent(req), validate_conversation_id(req.route_params.get("conversationId", ""))
 
     async def _existing(
         self, agent: AgentRoute, conversation_id: str, client: df.DurableOrchestrationClient
@@ -225,6 +242,27 @@ class Routes:
                 code="invalid_timeout",
             )
         return request
+
+
+def _idempotency_key(req: func.HttpRequest) -> str | None:
+    key = req.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return None
+    if not _IDEMPOTENCY_KEY.fullmatch(key):
+        raise InvalidRequestError(
+            f"The {IDEMPOTENCY_HEADER} header must be 1-255 visible ASCII characters (a UUID works well).",
+            code="invalid_idempotency_key",
+        )
+    return key
+
+
+def _expired(conversation_id: str, turn_id: str) -> TurnExpiredError:
+    return TurnExpiredError(
+        f"Turn '{turn_id}' of conversation '{conversation_id}' completed, but its result is older than the kept "
+        "turn records (AGENT_HOST_TURN_RECORD_TTL_SECONDS, AGENT_HOST_MAX_TURN_RECORDS) and is no longer available.",
+        conversation_id=conversation_id,
+        turn_id=turn_id,
+    )
 
 
 def _turn_from_json(text: str) -> TurnRequest:
@@ -309,8 +347,11 @@ async def _respond(
 
 
 def render_error(error: AgentHostError) -> func.HttpResponse:
-    """The one rendering of every error: `{"error": {"code", "message"}}` with the error's status."""
-    return _json(error.status, {"error": error.to_record()})
+    """The one rendering of every error: `{"error": {"code", "message"}}` with the error's status.
+
+    Errors about a turn also name it, so a poller sees `status: "expired"` on the turn resource.
+    """
+    return _json(error.status, {**error.fields, "error": error.to_record()})
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> func.HttpResponse:

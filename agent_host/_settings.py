@@ -32,6 +32,7 @@ class HostSettings:
         max_wait_seconds: The longest wait a request may ask for. `AGENT_HOST_MAX_WAIT_SECONDS`.
         run_timeout_seconds: How long one agent run may take before the turn fails. `AGENT_HOST_RUN_TIMEOUT_SECONDS`.
         max_turn_records: Turn results kept per conversation for callers. `AGENT_HOST_MAX_TURN_RECORDS`.
+        turn_record_ttl_seconds: How long a turn result stays readable. `AGENT_HOST_TURN_RECORD_TTL_SECONDS`.
         retention: Default retention of new conversations: `AGENT_HOST_RETENTION_MODE`,
             `AGENT_HOST_MAX_STATE_BYTES`.
     """
@@ -41,6 +42,7 @@ class HostSettings:
     max_wait_seconds: float = 120.0
     run_timeout_seconds: float = 230.0
     max_turn_records: int = 100
+    turn_record_ttl_seconds: float = 24 * 60 * 60.0
     retention: RetentionSettings = field(default_factory=RetentionSettings)
 
     @classmethod
@@ -62,6 +64,9 @@ class HostSettings:
             max_wait_seconds=_number(env, "AGENT_HOST_MAX_WAIT_SECONDS", defaults.max_wait_seconds, float),
             run_timeout_seconds=_number(env, "AGENT_HOST_RUN_TIMEOUT_SECONDS", defaults.run_timeout_seconds, float),
             max_turn_records=_number(env, "AGENT_HOST_MAX_TURN_RECORDS", defaults.max_turn_records, int),
+            turn_record_ttl_seconds=_number(
+                env, "AGENT_HOST_TURN_RECORD_TTL_SECONDS", defaults.turn_record_ttl_seconds, float
+            ),
             retention=retention,
         )
 

@@ -51,7 +51,9 @@ class TurnRecord(_StateModel):
     """The delivery record of one turn: what its caller reads, independent of the transcript."""
 
     status: Literal["completed", "failed"]
+    idempotency_key: str | None = None
     request_hash: str | None = None
+    alias_of: str | None = Field(default=None, description="A retry answered by this earlier turn.")
     text: str | None = None
     messages: list[StoredMessage] = Field(default_factory=list)
     usage: dict[str, Any] | None = None
@@ -92,6 +94,9 @@ class ConversationState(_StateModel):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     truncation: TruncationRecord = Field(default_factory=TruncationRecord)
     turns: dict[str, TurnRecord] = Field(default_factory=dict)
+    expired_turns: list[str] = Field(
+        default_factory=list, description="Ids of the most recent turns whose records were dropped (answer 410)."
+    )
     capacity_error: ErrorRecord | None = None
 
 

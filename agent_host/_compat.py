@@ -1,0 +1,147 @@
+"""`POST /api/agents/{agent}/run`: the request and answer shapes of Microsoft's agent-framework-azurefunctions.
+
+Existing clients of that host work unchanged against the same conversation entities. One deliberate difference:
+a wait that times out answers 202 with the turn's `Location` (that host answers 500 "timeout").
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from ._contract import AgentRoute, validate_conversation_id
+from ._delivery import new_turn_id, resolve_alias
+from ._durable_client import ConversationClient
+from ._entity import RUN_OPERATION
+from ._errors import InvalidRequestError, MessageTooLargeError, status_for_code
+from ._settings import HostSettings
+
+SESSION_ID_FIELD = "session_id"
+LEGACY_THREAD_ID_FIELD = "thread_id"
+SESSION_ID_HEADER = "x-ms-session-id"
+WAIT_HEADER = "x-ms-wait-for-response"
+WAIT_FIELD = "wait_for_response"
+_TRUE = {"true", "1", "yes", "y", "on"}
+_FALSE = {"false", "0", "no", "n", "off"}
+
+
+class CompatRunRequest:
+    """A parsed `/run` request: the message, the conversation it belongs to, and how to answer."""
+
+    def __init__(self, message: str, session_id: str, wait: bool, answer_json: bool) -> None:
+        self.message = message
+        self.session_id = session_id
+        self.wait = wait
+        self.answer_json = answer_json
+
+
+def parse_run_request(req: func.HttpRequest, settings: HostSettings) -> CompatRunRequest:
+    """Read a `/run` request: JSON or plain text; `session_id` or legacy `thread_id` in body or query.
+
+    Raises:
+        InvalidRequestError: malformed JSON, missing message, conflicting or invalid session ids.
+        MessageTooLargeError: the message is over the size limit.
+    """
+    headers = {key.lower(): value for key, value in req.headers.items()}
+    media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    is_json = media_type == "application/json" or media_type.endswith("+json")
+    body: dict[str, Any] = {}
+    raw = req.get_body() or b""
+    if len(raw) > settings.max_message_bytes * 6 + 4096:
+        raise MessageTooLargeError(len(raw), settings.max_message_bytes * 6 + 4096, what="request body")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidRequestError("The body is not valid UTF-8.", code="invalid_encoding") from None
+    if is_json:
+        try:
+            parsed = json.loads(text) if text.strip() else {}
+        except ValueError as exc:
+            raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
+        if not isinstance(parsed, dict):
+            raise InvalidRequestError("Invalid JSON payload. Expected an object.", code="invalid_json")
+        body = parsed
+        message = body.get("message", "")
+        if not isinstance(message, str):
+            raise InvalidRequestError('"message" must be a string.', code="invalid_body")
+    else:
+        message = text.strip()
+    if not message.strip():
+        raise InvalidRequestError("Message is required.", code="missing_message")
+    if len(message.encode("utf-8")) > settings.max_message_bytes:
+        raise MessageTooLargeError(len(message.encode("utf-8")), settings.max_message_bytes)
+    accepts_json = any(
+        part.split(";", 1)[0].strip().lower() == "application/json" for part in headers.get("accept", "").split(",")
+    )
+    return CompatRunRequest(
+        message=message,
+        session_id=_session_id(body, req.params or {}),
+        wait=_wait(headers, req.params or {}, body),
+        answer_json=is_json or accepts_json,
+    )
+
+
+def _session_id(body: Mapping[str, Any], query: Mapping[str, str]) -> str:
+    candidates: dict[str, str] = {}
+    for source_name, source in (("body", body), ("query", query)):
+        for field in (SESSION_ID_FIELD, LEGACY_THREAD_ID_FIELD):
+            value = source.get(field)
+            if value is not None and str(value).strip():
+                candidates[f"{field} in the {source_name}"] = str(value)
+    distinct = set(candidates.values())
+    if len(distinct) > 1:
+        listed = ", ".join(f"{name}={value!r}" for name, value in sorted(candidates.items()))
+        raise InvalidRequestError(f"Conflicting session identifiers supplied: {listed}.", code="conflicting_session_id")
+    return validate_conversation_id(distinct.pop()) if distinct else uuid.uuid4().hex
+
+
+def _wait(headers: Mapping[str, str], query: Mapping[str, str], body: Mapping[str, Any]) -> bool:
+    for value in (headers.get(WAIT_HEADER), query.get(WAIT_FIELD), body.get(WAIT_FIELD)):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+    return True
+
+
+async def run_compat(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, agent: AgentRoute, settings: HostSettings
+) -> func.HttpResponse:
+    """Run one turn for a `/run` request and answer in that host's shape."""
+    request = parse_run_request(req, settings)
+    conversations = ConversationClient(client, agent.entity_name)
+    turn_id = new_turn_id()
+    await conversations.signal(request.session_id, RUN_OPERATION, {"turnId": turn_id, "message": request.message})
+    agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
+    turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"
+    base = {"message": request.message, SESSION_ID_FIELD: request.session_id, "correlation_id": turn_id}
+    if not request.wait:
+        return _answer(request, 202, {"response": "Agent request accepted", **base, "status": "accepted"}, turn_url)
+    state = await conversations.wait_for_turn(request.session_id, turn_id, settings.default_wait_seconds)
+    if state is None:
+        pending = {"response": "Agent is still processing.", **base, "status": "pending"}
+        return _answer(request, 202, pending, turn_url)
+    _, record = resolve_alias(state, turn_id)
+    if record is None or record["status"] != "completed":
+        error = (record or {}).get("error") or {"code": "turn_expired", "message": "The result is no longer kept."}
+        failed = {"response": None, **base, "status": "failed", "error": error}
+        return _answer(request, status_for_code(error["code"]), failed, turn_url)
+    answer = {**base, "response": record.get("text") or "", "status": "success"}
+    answer["message_count"] = len(state.get("messages", []))
+    return _answer(request, 200, answer, turn_url)
+
+
+def _answer(request: CompatRunRequest, status: int, payload: dict[str, Any], turn_url: str) -> func.HttpResponse:
+    headers = {SESSION_ID_HEADER: request.session_id}
+    if status == 202:
+        headers["Location"] = turn_url
+    if request.answer_json:
+        return func.HttpResponse(json.dumps(payload), status_code=status, mimetype="application/json", headers=headers)
+    error = payload.get("error") or {}
+    text = payload.get("response") or error.get("message") or payload["status"]
+    return func.HttpResponse(str(text), status_code=status, mimetype="text/plain", headers=headers)

@@ -1,0 +1,192 @@
+"""Exactly-once turns over at-least-once delivery, Idempotency-Key retries, 410 versus 404, and the /run route."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ScriptedChatClient, build_app, default_reply, make_agent
+from hosting import RunningHost
+
+from agent_host import HostSettings, OfflineChatClient
+
+BASE = "/api/agents/assistant/conversations"
+
+
+@pytest.fixture
+def scripted(tmp_path: Path) -> Iterator[tuple[RunningHost, ScriptedChatClient]]:
+    client = ScriptedChatClient()
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    yield running, client
+    running.stop()
+
+
+def history(running: RunningHost, conversation: str) -> list[str]:
+    reply = running.request("GET", f"{BASE}/{conversation}/messages")
+    return [m["text"] for m in reply.json()["messages"]]
+
+
+def test_duplicate_delivery_of_the_same_signal_runs_the_model_once(scripted) -> None:
+    running, client = scripted
+    assert running.host is not None
+    running.host.scheduler.deliver_twice = lambda name, key, signal: True
+
+    reply = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
+    running.wait_idle()
+
+    assert reply.json()["text"] == "reply 1: hello"
+    assert len(client.calls) == 1
+    assert history(running, "c1") == ["hello", "reply 1: hello"]
+
+
+def test_crash_after_the_model_ran_before_commit_is_redelivered_and_committed_once(scripted) -> None:
+    running, client = scripted
+    assert running.host is not None
+    crashes = []
+
+    def crash_once(name, key, batch):
+        crashes.append(len(batch))
+        return len(crashes) == 1
+
+    running.host.scheduler.crash_before_commit = crash_once
+
+    reply = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
+    running.wait_idle()
+
+    assert reply.status == 200
+    # The crashed delivery called the model but committed nothing; the redelivery is the one committed turn.
+    assert len(client.calls) == 2
+    assert history(running, "c1") == ["hello", "reply 2: hello"]
+    assert reply.json()["text"] == "reply 2: hello"
+
+
+def test_idempotency_key_retry_returns_the_same_turn_without_a_second_model_call(scripted) -> None:
+    running, client = scripted
+    key = {"Idempotency-Key": "retry-123"}
+
+    first = running.request("POST", f"{BASE}/c1/turns", {"message": "book it"}, headers=key)
+    retry = running.request("POST", f"{BASE}/c1/turns", {"message": "book it"}, headers=key)
+
+    assert first.status == retry.status == 200
+    assert retry.json()["turnId"] == first.json()["turnId"]
+    assert retry.json()["text"] == first.json()["text"] == "reply 1: book it"
+    assert len(client.calls) == 1
+    assert history(running, "c1") == ["book it", "reply 1: book it"]
+
+
+def test_idempotency_key_retry_while_the_first_is_still_running_gets_the_first_turn(tmp_path: Path) -> None:
+    def slow(messages, options):
+        time.sleep(0.5)  # the retry arrives while this turn is still running, before any record exists
+        return default_reply(messages, len(client.calls))
+
+    client = ScriptedChatClient(slow)
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    key = {"Idempotency-Key": "queued-1"}
+    try:
+        first = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
+        retry = running.request("POST", f"{BASE}/c1/turns", {"message": "once"}, headers=key)
+        messages = history(running, "c1")
+    finally:
+        running.stop()
+
+    assert first.status == 202
+    assert retry.status == 200
+    assert retry.json()["turnId"] == first.json()["turnId"]
+    assert retry.json()["text"] == "reply 1: once"
+    assert len(client.calls) == 1
+    assert messages == ["once", "reply 1: once"]
+
+
+def test_same_idempotency_key_with_a_different_body_is_409(scripted) -> None:
+    running, client = scripted
+    key = {"Idempotency-Key": "k-1"}
+    running.request("POST", f"{BASE}/c1/turns", {"message": "first"}, headers=key)
+
+    reply = running.request("POST", f"{BASE}/c1/turns", {"message": "second"}, headers=key)
+
+    assert reply.status == 409
+    assert reply.json()["error"]["code"] == "idempotency_key_reused"
+    assert len(client.calls) == 1
+
+
+def test_an_expired_turn_is_410_and_a_never_seen_turn_is_404(tmp_path: Path) -> None:
+    settings = HostSettings(max_turn_records=2)
+    running = RunningHost(lambda: build_app(make_agent(ScriptedChatClient()), settings=settings), tmp_path)
+    try:
+        turn_ids = [
+            running.request("POST", f"{BASE}/c1/turns", {"message": f"m{i}"}).json()["turnId"] for i in range(3)
+        ]
+        expired = running.request("GET", f"{BASE}/c1/turns/{turn_ids[0]}")
+        kept = running.request("GET", f"{BASE}/c1/turns/{turn_ids[2]}")
+        never = running.request("GET", f"{BASE}/c1/turns/00000000001deadbeef")
+    finally:
+        running.stop()
+
+    assert expired.status == 410
+    assert expired.json()["status"] == "expired" and expired.json()["error"]["code"] == "turn_expired"
+    assert kept.status == 200 and kept.json()["text"] == "reply 3: m2"
+    assert never.status == 404 and never.json()["error"]["code"] == "turn_not_found"
+
+
+@pytest.fixture
+def offline(tmp_path: Path) -> Iterator[RunningHost]:
+    running = RunningHost(lambda: build_app(make_agent(OfflineChatClient())), tmp_path)
+    yield running
+    running.stop()
+
+
+def test_run_route_accepts_the_published_hosts_json_shape(offline: RunningHost) -> None:
+    offline.request("POST", "/api/agents/assistant/run", {"message": "My name is Ada.", "session_id": "s1"})
+    reply = offline.request("POST", "/api/agents/assistant/run", {"message": "What is my name?", "thread_id": "s1"})
+
+    body = reply.json()
+    assert reply.status == 200
+    assert body["response"] == "[offline model] Your name is Ada."
+    assert body["status"] == "success" and body["session_id"] == "s1" and body["message"] == "What is my name?"
+    assert body["message_count"] == 4 and body["correlation_id"]
+    same = offline.request("GET", f"{BASE}/s1/messages").json()["messages"]
+    assert same[0]["text"] == "My name is Ada."
+
+
+def test_run_route_answers_plain_text_with_the_session_header(offline: RunningHost) -> None:
+    headers = {"Content-Type": "text/plain"}
+    offline.request("POST", "/api/agents/assistant/run?session_id=t1", raw=b"My city is Oslo.", headers=headers)
+    reply = offline.request("POST", "/api/agents/assistant/run?thread_id=t1", raw=b"What is my city?", headers=headers)
+
+    assert reply.status == 200
+    assert reply.headers["x-ms-session-id"] == "t1"
+    assert reply.headers["content-type"].startswith("text/plain")
+    assert reply.body.decode() == "[offline model] Your city is Oslo."
+
+
+def test_run_route_without_waiting_is_202_with_the_turn_location(offline: RunningHost) -> None:
+    reply = offline.request(
+        "POST",
+        "/api/agents/assistant/run",
+        {"message": "hi", "session_id": "s2"},
+        headers={"x-ms-wait-for-response": "false"},
+    )
+
+    assert reply.status == 202
+    assert reply.json()["status"] == "accepted"
+    assert reply.headers["location"].endswith(
+        f"/api/agents/assistant/conversations/s2/turns/{reply.json()['correlation_id']}"
+    )
+
+
+def test_run_route_rejects_conflicting_session_ids(offline: RunningHost) -> None:
+    reply = offline.request("POST", "/api/agents/assistant/run?session_id=a", {"message": "hi", "session_id": "b"})
+
+    assert reply.status == 400
+    assert reply.json()["error"]["code"] == "conflicting_session_id"
+
+
+def test_run_route_without_a_session_starts_a_new_conversation(offline: RunningHost) -> None:
+    reply = offline.request("POST", "/api/agents/assistant/run", {"message": "hello"})
+
+    session = reply.json()["session_id"]
+    assert len(session) == 32
+    assert json.loads(offline.request("GET", f"{BASE}/{session}").body)["turnCount"] == 1
