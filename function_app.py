@@ -26,6 +26,12 @@ def get_weather(city: Annotated[str, "The city to get the weather for."]) -> str
     return f"The weather in {city} is {forecasts.get(city.strip().lower(), 'mild and dry, 18 °C')}."
 
 
+@tool(approval_mode="always_require")
+def cancel_order(order_id: Annotated[str, "The order to cancel."]) -> str:
+    """Cancel an order. Needs the caller's approval before it runs (a sample; replace with a real service)."""
+    return f"Order {order_id} is cancelled."
+
+
 # Azure OpenAI when AZURE_OPENAI_ENDPOINT is set, OpenAI or an OpenAI-compatible server (e.g. Ollama) when
 # OPENAI_API_KEY / OPENAI_BASE_URL is set, otherwise the offline model.
 client = chat_client_from_settings()
@@ -42,7 +48,7 @@ assistant = Agent(
     client,
     instructions="You are a friendly assistant. Remember what the user tells you. Use tools when asked.",
     name="assistant",
-    tools=[get_weather],
+    tools=[get_weather, cancel_order],
     context_providers=[history, compaction],
     # Keep the conversation in the durable entity, not in the model service (Responses API stores by default).
     default_options={"store": False},

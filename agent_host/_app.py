@@ -15,6 +15,7 @@ from agent_framework import SupportsAgentRun
 from ._contract import AgentRoute
 from ._entity import ConversationEntity
 from ._routes import Routes
+from ._sessions import core_state_types, register_state_types
 from ._settings import HostSettings
 from ._state import RetentionModeName, RetentionSettings
 
@@ -39,6 +40,8 @@ class AgentFunctionApp(df.DFApp):
         agents: The agents to host. Each needs a unique `name` (letters, digits, `_`, `-`).
         http_auth_level: Authorization level of every route except `/health` (function keys by default).
         settings: Limits and defaults; read from app settings when omitted.
+        state_types: Classes your context providers keep in session state, registered so they come back as
+            their classes after a cold start (core's own state types are registered for you).
 
     Raises:
         ValueError: an agent has no name, an invalid one, or one already registered.
@@ -50,8 +53,10 @@ class AgentFunctionApp(df.DFApp):
         *,
         http_auth_level: func.AuthLevel | str = func.AuthLevel.FUNCTION,
         settings: HostSettings | None = None,
+        state_types: Sequence[type] = (),
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
+        register_state_types([*core_state_types(), *state_types])
         self.settings = settings or HostSettings.from_environment()
         self._agent_routes: dict[str, AgentRoute] = {}
         self._entities: dict[str, ConversationEntity] = {}
@@ -70,6 +75,7 @@ class AgentFunctionApp(df.DFApp):
         *,
         retention_mode: RetentionModeName | None = None,
         max_state_bytes: int | None = None,
+        state_types: Sequence[type] = (),
     ) -> None:
         """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
 
@@ -77,10 +83,12 @@ class AgentFunctionApp(df.DFApp):
             agent: The agent; it needs a unique `name`.
             retention_mode: This agent's default retention mode (the app setting otherwise).
             max_state_bytes: This agent's default byte budget per conversation.
+            state_types: Session state classes this agent's providers use (see `AgentFunctionApp`).
 
         Raises:
-            ValueError: the name is missing, invalid or taken.
+            ValueError: the name is missing, invalid or taken, or a state type's id is taken.
         """
+        register_state_types(state_types)
         name = getattr(agent, "name", None)
         if not name:
             raise ValueError("Every hosted agent needs a name: build it with Agent(..., name='support').")
@@ -154,6 +162,14 @@ class AgentFunctionApp(df.DFApp):
             req: func.HttpRequest, client: df.DurableOrchestrationClient
         ) -> func.HttpResponse:
             return await routes.messages(req, client)
+
+        @self.function_name("conversation_retention")
+        @self.route(route=f"{CONVERSATION_ROUTE}/retention", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def conversation_retention(
+            req: func.HttpRequest, client: df.DurableOrchestrationClient
+        ) -> func.HttpResponse:
+            return await routes.retention(req, client)
 
         @self.function_name("agent_run")
         @self.route(route="agents/{agent}/run", methods=_ALL_METHODS)

@@ -32,10 +32,18 @@ class _WireModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
-class TurnRequest(_WireModel):
-    """Body of `POST .../turns`."""
+class ApprovalAnswer(_WireModel):
+    """The caller's answer to one pending tool approval."""
 
-    message: StrictStr
+    id: StrictStr
+    approved: StrictBool
+
+
+class TurnRequest(_WireModel):
+    """Body of `POST .../turns`: a message, answers to pending approvals, or both."""
+
+    message: StrictStr | None = None
+    approvals: list[ApprovalAnswer] | None = None
     wait: StrictBool = True
     timeout_seconds: StrictInt | StrictFloat | None = Field(default=None)
 
@@ -109,6 +117,7 @@ def render_turn(conversation_id: str, turn_id: str, record: dict[str, Any]) -> d
         body["text"] = record.get("text") or ""
         body["messages"] = [render_message(message) for message in record.get("messages", [])]
         body["usage"] = record.get("usage") or {}
+        body["approvalRequests"] = record.get("approvalRequests", [])
     else:
         body["error"] = record["error"]
     body["completedAt"] = iso_time(record.get("at"))

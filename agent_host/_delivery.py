@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_framework import AgentResponse
 
+from ._approvals import pending_from_response, public_view
 from ._history import message_to_record
 
 TURNS_KEY = "turns"
@@ -51,6 +52,9 @@ def completed_record(response: AgentResponse, now_ms: int) -> dict[str, Any]:
         "messages": [message_to_record(message, now_ms) for message in response.messages],
         "at": now_ms,
     }
+    approvals = public_view(pending_from_response(response))
+    if approvals:
+        record["approvalRequests"] = approvals
     if response.usage_details:
         record["usage"] = {key: value for key, value in response.usage_details.items() if value is not None}
     return record

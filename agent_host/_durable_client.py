@@ -74,3 +74,19 @@ class ConversationClient:
             await asyncio.sleep(interval)
             interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)
         return True
+
+    async def wait_for_retention(
+        self, conversation_id: str, retention: dict[str, Any], timeout: float
+    ) -> dict[str, Any] | None:
+        """Poll until the conversation's stored retention settings equal `retention`; returns that state, or None."""
+        deadline = time.monotonic() + timeout
+        interval = FIRST_POLL_SECONDS
+        while True:
+            state = await self.read(conversation_id)
+            if state is not None and state.get("retention") == retention:
+                return state
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            await asyncio.sleep(min(interval, remaining))
+            interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)

@@ -23,6 +23,7 @@ from agent_framework import (
     SupportsAgentRun,
 )
 
+from ._approvals import PENDING_APPROVALS_KEY, answer_contents, pending_from_response, remaining_after
 from ._delivery import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
@@ -38,9 +39,13 @@ from ._history import (
     MESSAGES_KEY,
     DurableHistoryProvider,
     assign_message_ids,
+    assign_transcript_ids,
+    message_to_record,
     reconcile_by_message_id,
     record_to_message,
+    without_compaction_summaries,
 )
+from ._retention import apply_retention_settings, enforce_retention, ensure_room_for_turn, validated_retention
 from ._sessions import restore_session, session_id_for, snapshot_session
 from ._state import RetentionSettings, decode_state, encode_state, new_state
 
@@ -48,6 +53,7 @@ logger = logging.getLogger("agent_host.entity")
 
 RUN_OPERATION = "run"
 DELETE_OPERATION = "delete"
+SET_RETENTION_OPERATION = "set_retention"
 
 HistoryOwner = Literal["durable", "external", "service"]
 
@@ -144,8 +150,12 @@ class ConversationEntity:
             # set_result marks the entity as existing again, so it must come before destruct_on_exit.
             context.set_result({"deleted": True})
             context.destruct_on_exit()
+        elif operation == SET_RETENTION_OPERATION:
+            self._set_retention(context)
         else:
-            raise InvalidRequestError(f"Unknown entity operation '{operation}'; expected 'run' or 'delete'.")
+            raise InvalidRequestError(
+                f"Unknown entity operation '{operation}'; expected 'run', 'delete' or 'set_retention'."
+            )
 
     def _run(self, context: df.DurableEntityContext) -> None:
         request = context.get_input()
@@ -163,7 +173,11 @@ class ConversationEntity:
             context.set_result({"turnId": turn_id, "status": state["turns"][turn_id]["status"], "duplicate": True})
             return
         committed = self.run_turn(state, context.entity_key, turn_id, request)
-        write_raw_state(context, encode_state(committed))
+        text = encode_state(committed)
+        if committed["turns"][turn_id]["status"] == "completed":
+            retained = enforce_retention(committed, now_ms=_now_ms(), text=text)
+            committed, text = retained.state, retained.text
+        write_raw_state(context, text)
         context.set_result({"turnId": turn_id, "status": committed["turns"][turn_id]["status"]})
 
     def run_turn(
@@ -196,7 +210,8 @@ class ConversationEntity:
                 record = failed_record(error.to_record(), _now_ms())
                 new = copy.copy(state)
             else:
-                record = completed_record(response, _now_ms())
+                # Summaries call-level compaction put in the response stay in the transcript only (failure 5).
+                record = completed_record(without_compaction_summaries(response), _now_ms())
             if key:
                 record.update(idempotencyKey=key, requestHash=request.get("requestHash"))
         now = _now_ms()
@@ -220,13 +235,22 @@ class ConversationEntity:
         stored: list[dict[str, Any]] = state.get("messages", [])
         if durable is not None:
             session.state[durable.source_id] = {MESSAGES_KEY: [record_to_message(r) for r in stored]}
-        message = Message("user", [request["message"]], message_id=f"{turn_id}.in")
+        pending = state.get(PENDING_APPROVALS_KEY, [])
+        answers = request.get("approvals") or []
+        contents: list[Any] = answer_contents(pending, answers)
+        if request.get("message"):
+            contents.append(request["message"])
+        message = Message("user", contents, message_id=f"{turn_id}.in")
+        ensure_room_for_turn(state, message_to_record(message, _now_ms()))
         response = AGENT_LOOP.run(agent.run(message, session=session), timeout=self.run_timeout_seconds)
+        state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
+        if not state[PENDING_APPROVALS_KEY]:
+            state.pop(PENDING_APPROVALS_KEY)
 
         now = _now_ms()
         if durable is not None:
             buffer: list[Message] = session.state[durable.source_id].get(MESSAGES_KEY, [])
-            assign_message_ids(buffer, turn_id, set())
+            assign_transcript_ids(buffer)
             state["messages"] = reconcile_by_message_id(stored, buffer, now)
         assign_message_ids(response.messages, turn_id, set())
         state["session"] = snapshot_session(
@@ -238,6 +262,20 @@ class ConversationEntity:
             state.pop("session")
         state["turnCount"] = state.get("turnCount", 0) + 1
         return response, state
+
+    def _set_retention(self, context: df.DurableEntityContext) -> None:
+        # Validated here too: the entity is the authority, whoever signals it.
+        settings = validated_retention(context.get_input())
+        raw = read_raw_state(context)
+        now = _now_ms()
+        state = (
+            decode_state(raw)
+            if raw is not None
+            else new_state(self.agent_name, context.entity_key, self.retention, now)
+        )
+        updated = apply_retention_settings(state, settings, now)
+        write_raw_state(context, encode_state(updated))
+        context.set_result({"retention": updated["retention"]})
 
     def _agent_copy(self) -> SupportsAgentRun:
         # Core appends providers to the agent it runs (and may change its options): run a shallow copy with

@@ -11,11 +11,21 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from agent_framework import Content, HistoryProvider, InMemoryHistoryProvider, Message
+from agent_framework import (
+    EXCLUDED_KEY,
+    GROUP_ANNOTATION_KEY,
+    SUMMARY_OF_MESSAGE_IDS_KEY,
+    AgentResponse,
+    Content,
+    HistoryProvider,
+    InMemoryHistoryProvider,
+    Message,
+)
 from agent_framework._sessions import filter_new_messages
 
 MESSAGES_KEY = "messages"
-EXCLUDED_KEY = "_excluded"
+# Core's compaction names unnamed messages `msg_{position}`; the host names them the same way.
+CORE_ID_PREFIX = "msg_"
 _TEXT_ONLY_KEYS = {"type", "text", "additional_properties"}
 
 
@@ -109,11 +119,36 @@ def _detached(message: Message) -> Message:
     return clone
 
 
+def assign_transcript_ids(messages: Sequence[Message]) -> None:
+    """Name every message of the transcript that has no id (or a repeated one) the way core's compaction would.
+
+    Core's compaction names an unnamed message `msg_{position}` when it first groups it, or the next free
+    `msg_{n}` from the end of the list when that name is taken. The ids feed group ids, summary links and the
+    token estimates compaction caches, so naming alike keeps durable history identical to an in-process run.
+    The id is stored with the message, so every later load sees the same id whatever the object (failure 1).
+    A repeated id is renamed too: the transcript is reconciled by id, so ids must be unique.
+    """
+    taken = {message.message_id for message in messages if message.message_id}
+    seen: set[str] = set()
+    spare = len(messages)
+    for position, message in enumerate(messages):
+        if message.message_id and message.message_id not in seen:
+            seen.add(message.message_id)
+            continue
+        name = f"{CORE_ID_PREFIX}{position}"
+        while name in taken:
+            name = f"{CORE_ID_PREFIX}{spare}"
+            spare += 1
+        message.message_id = name
+        taken.add(name)
+        seen.add(name)
+
+
 def assign_message_ids(messages: Iterable[Message], turn_id: str, taken: set[str]) -> None:
     """Give every message without an id (or with a duplicate one) an id derived from its turn and order.
 
-    Ids derived from object identity change across cold starts (failure 1); `{turn_id}.{n}` is derived from
-    persisted fields, stored once, and so the same on every later load.
+    For messages outside a durable transcript (a turn's answer when history lives elsewhere): `{turn_id}.{n}` is
+    derived from persisted fields, never from object identity, which changes across cold starts (failure 1).
     """
     counter = 0
     for message in messages:
@@ -124,6 +159,26 @@ def assign_message_ids(messages: Iterable[Message], turn_id: str, taken: set[str
             counter += 1
         message.message_id = f"{turn_id}.{counter}"
         taken.add(message.message_id)
+
+
+def is_compaction_summary(message: Message) -> bool:
+    """Whether compaction wrote this message (a summary standing in for others) rather than the agent."""
+    group = message.additional_properties.get(GROUP_ANNOTATION_KEY)
+    return isinstance(group, dict) and SUMMARY_OF_MESSAGE_IDS_KEY in group
+
+
+def without_compaction_summaries(response: AgentResponse) -> AgentResponse:
+    """The response as the agent produced it: call-level compaction's summaries removed.
+
+    Core 1.23 returns summaries its call-level compaction made of the run's own messages inside the response, so
+    they are stored in the transcript; a caller reading the turn must not receive text the agent never wrote
+    (failure 5).
+    """
+    if not any(is_compaction_summary(message) for message in response.messages):
+        return response
+    delivered = copy.copy(response)
+    delivered.messages = [message for message in response.messages if not is_compaction_summary(message)]
+    return delivered
 
 
 def message_to_record(message: Message, at: int) -> dict[str, Any]:

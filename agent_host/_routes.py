@@ -16,6 +16,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from pydantic import ValidationError
 
+from ._approvals import PENDING_APPROVALS_KEY, check_answers, public_view
 from ._compat import run_compat
 from ._contract import (
     AgentRoute,
@@ -29,7 +30,7 @@ from ._contract import (
 )
 from ._delivery import EXPIRED_TURNS_KEY, find_keyed_turn, issued_at, new_turn_id, request_hash, resolve_alias
 from ._durable_client import ConversationClient
-from ._entity import DELETE_OPERATION, RUN_OPERATION
+from ._entity import DELETE_OPERATION, RUN_OPERATION, SET_RETENTION_OPERATION
 from ._errors import (
     AgentHostError,
     AgentNotFoundError,
@@ -43,6 +44,7 @@ from ._errors import (
     UnsupportedMediaTypeError,
     status_for_code,
 )
+from ._retention import validated_retention
 from ._settings import HostSettings
 from ._state import encode_state
 
@@ -51,6 +53,7 @@ logger = logging.getLogger("agent_host.http")
 JSON_MEDIA_TYPE = "application/json"
 TEXT_MEDIA_TYPE = "text/plain"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+MAX_APPROVALS_PER_TURN = 32
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 DELETE_WAIT_SECONDS = 30.0
 
@@ -86,6 +89,10 @@ class Routes:
         """`GET .../conversations/{conversationId}/messages`: the transcript in conversation order."""
         return await _respond(req, ("GET",), lambda: self._get_messages(req, client))
 
+    async def retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`PUT .../conversations/{conversationId}/retention`: change the conversation's retention."""
+        return await _respond(req, ("PUT",), lambda: self._put_retention(req, client))
+
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
         return await _respond(req, ("POST",), lambda: run_compat(req, client, self._agent(req), self._settings))
@@ -103,6 +110,13 @@ class Routes:
         conversations = ConversationClient(client, agent.entity_name)
         turns_url = req.url.split("?", 1)[0].rstrip("/")
         payload: dict[str, Any] = {"message": request.message}
+        if request.approvals:
+            payload["approvals"] = [answer.model_dump() for answer in request.approvals]
+            state = await conversations.read(conversation_id)
+            # The entity checks too; checking here answers a wrong id with 400 instead of a failed turn.
+            check_answers(
+                {item["id"]: item for item in (state or {}).get(PENDING_APPROVALS_KEY, [])}, payload["approvals"]
+            )
         if key is not None:
             digest = request_hash(payload)
             earlier = find_keyed_turn(await conversations.read(conversation_id) or {}, key)
@@ -183,6 +197,21 @@ class Routes:
             messages = [message for message in messages if not message["excluded"]]
         return _json(200, {"conversationId": conversation_id, "messages": messages})
 
+    async def _put_retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        agent, conversation_id = self._target(req)
+        try:
+            data = json.loads(req.get_body() or b"null")
+        except ValueError as exc:
+            raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
+        retention = validated_retention(data).model_dump(by_alias=True, mode="json")
+        conversations = ConversationClient(client, agent.entity_name)
+        await conversations.signal(conversation_id, SET_RETENTION_OPERATION, retention)
+        state = await conversations.wait_for_retention(conversation_id, retention, self._settings.default_wait_seconds)
+        if state is None:
+            return _json(202, {"conversationId": conversation_id, "status": "pending", "retention": retention})
+        body = {"conversationId": conversation_id, "retention": state["retention"]}
+        return _json(200, {**body, "stateBytes": len(encode_state(state).encode("utf-8"))})
+
     # -- parsing --------------------------------------------------------------------------------
 
     def _agent(self, req: func.HttpRequest) -> AgentRoute:
@@ -230,11 +259,22 @@ class Routes:
                 f"Content type '{media_type}' is not supported; send application/json "
                 '({"message": "..."}) or text/plain.'
             )
-        if not request.message.strip():
+        if request.message is None and not request.approvals:
+            raise InvalidRequestError(
+                'The body has no message; send {"message": "..."} or answers to pending approvals '
+                '({"approvals": [{"id": "...", "approved": true}]}).',
+                code="missing_message",
+            )
+        if request.message is not None and not request.message.strip():
             raise InvalidRequestError("The message is empty; send some text.", code="missing_message")
-        size = len(request.message.encode("utf-8"))
+        size = len((request.message or "").encode("utf-8"))
         if size > self._settings.max_message_bytes:
             raise MessageTooLargeError(size, self._settings.max_message_bytes)
+        if request.approvals is not None and len(request.approvals) > MAX_APPROVALS_PER_TURN:
+            raise InvalidRequestError(
+                f"A turn may answer at most {MAX_APPROVALS_PER_TURN} approvals, got {len(request.approvals)}.",
+                code="too_many_approvals",
+            )
         timeout = request.timeout_seconds
         if timeout is not None and not 0 < timeout <= self._settings.max_wait_seconds:
             raise InvalidRequestError(
@@ -275,7 +315,7 @@ def _turn_from_json(text: str) -> TurnRequest:
             f'The body must be a JSON object like {{"message": "..."}}, got {type(data).__name__}.',
             code="invalid_json",
         )
-    if "message" not in data:
+    if "message" not in data and "approvals" not in data:
         raise InvalidRequestError('The body has no "message"; send {"message": "..."}.', code="missing_message")
     try:
         return TurnRequest.model_validate(data)
@@ -321,9 +361,10 @@ def _conversation_body(agent: AgentRoute, conversation_id: str, state: dict[str,
         "stateBytes": len(encode_state(state).encode("utf-8")),
         "retention": state.get("retention", {}),
         "truncation": state.get("truncation", {}),
+        "pendingApprovals": public_view(state.get(PENDING_APPROVALS_KEY, [])),
         "createdAt": iso_time(state.get("createdAt")),
         "updatedAt": iso_time(state.get("updatedAt")),
-    }
+    } | ({"capacityError": state["capacityError"]} if state.get("capacityError") else {})
 
 
 def _turn_response(conversation_id: str, turn_id: str, record: dict[str, Any], location: str) -> func.HttpResponse:

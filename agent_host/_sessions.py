@@ -7,11 +7,45 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
-from agent_framework import AgentSession, SupportsAgentRun
+from agent_framework import AgentSession, Content, SupportsAgentRun, register_state_type
 
 logger = logging.getLogger("agent_host.sessions")
+
+
+def core_state_types() -> list[type]:
+    """Core's own types that context providers keep in session state.
+
+    Core's registry is process-local and seeds only `Message`; without these, a cold start would hand tool
+    approval and harness state back as plain dicts.
+    """
+    from agent_framework._harness._background_agents import BackgroundTaskInfo
+    from agent_framework._harness._file_access import FileStoreEntry
+    from agent_framework._harness._todo import TodoItem
+    from agent_framework._harness._tool_approval import ToolApprovalRule, ToolApprovalState
+
+    return [Content, ToolApprovalState, ToolApprovalRule, TodoItem, BackgroundTaskInfo, FileStoreEntry]
+
+
+def register_state_types(types: Sequence[type]) -> None:
+    """Register session state types so they restore as their classes after a cold start.
+
+    Registering a type twice is harmless; two types with one type id are a startup error.
+
+    Raises:
+        ValueError: a type's id is already taken by another type.
+    """
+    for state_type in types:
+        try:
+            register_state_type(state_type)
+        except ValueError as exc:
+            raise ValueError(
+                f"Session state type {state_type.__qualname__} cannot be registered: {exc} Register it yourself "
+                "first with agent_framework.register_state_type(cls, type_id='<package>.<name>')."
+            ) from None
 
 
 def session_id_for(agent_name: str, conversation_id: str) -> str:
@@ -43,9 +77,8 @@ def snapshot_session(
     trimmed = AgentSession(session_id=session.session_id, service_session_id=session.service_session_id)
     trimmed.state = state
     try:
-        payload = trimmed.to_dict()
-        json.dumps(payload)
-    except (TypeError, ValueError) as exc:
+        payload = _serialized(trimmed)
+    except Exception as exc:  # any codec failure: keep the last good session rather than lose the turn
         offending = _first_unserializable_key(state)
         logger.warning(
             "Session state key '%s' of session '%s' cannot be serialized (%s); kept the last good session.",
@@ -58,12 +91,21 @@ def snapshot_session(
     return payload if payload.get("state") or payload.get("service_session_id") else None
 
 
+def _serialized(session: AgentSession) -> dict[str, Any]:
+    """`to_dict()` that fails on anything JSON cannot hold (core only warns and leaves the value as is)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        payload = session.to_dict()
+    json.dumps(payload)
+    return payload
+
+
 def _first_unserializable_key(state: dict[str, Any]) -> str:
     for key, value in state.items():
         probe = AgentSession()
         probe.state = {key: value}
         try:
-            json.dumps(probe.to_dict())
-        except (TypeError, ValueError):
+            _serialized(probe)
+        except Exception:
             return key
     return "?"

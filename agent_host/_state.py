@@ -47,6 +47,20 @@ class ErrorRecord(_StateModel):
     message: str
 
 
+class ApprovalRequest(_StateModel):
+    """A tool call waiting for the caller's approval, as a caller sees it."""
+
+    id: str
+    tool_name: str
+    arguments: Any = None
+
+
+class PendingApproval(ApprovalRequest):
+    """A pending approval as stored: with the core request content, to answer it after a cold start."""
+
+    request: dict[str, Any]
+
+
 class TurnRecord(_StateModel):
     """The delivery record of one turn: what its caller reads, independent of the transcript."""
 
@@ -57,6 +71,7 @@ class TurnRecord(_StateModel):
     text: str | None = None
     messages: list[StoredMessage] = Field(default_factory=list)
     usage: dict[str, Any] | None = None
+    approval_requests: list[ApprovalRequest] | None = None
     error: ErrorRecord | None = None
     at: int
 
@@ -91,6 +106,7 @@ class ConversationState(_StateModel):
     session: dict[str, Any] | None = Field(
         default=None, description="AgentSession.to_dict() without the durable history slice."
     )
+    pending_approvals: list[PendingApproval] = Field(default_factory=list)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     truncation: TruncationRecord = Field(default_factory=TruncationRecord)
     turns: dict[str, TurnRecord] = Field(default_factory=dict)

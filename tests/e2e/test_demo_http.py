@@ -71,7 +71,7 @@ def substitute(text: str, variables: dict[str, str], named: dict[str, Reply]) ->
             name, path = expression.split(".response.body.$.")
             data: Any = named[name].json()
             for part in path.split("."):
-                data = data[part]
+                data = data[int(part)] if isinstance(data, list) else data[part]
             return str(data)
         return substitute(variables[expression], variables, named)
 

@@ -37,6 +37,7 @@ def test_each_agent_gets_one_entity_and_the_routes_are_shared() -> None:
         "conversation_alpha",
         "conversation_beta",
         "conversation_messages",
+        "conversation_retention",
         "conversation_turn",
         "conversation_turns",
         "health",
