@@ -12,7 +12,7 @@ from agent_framework import (
     Agent,
     CompactionProvider,
     InMemoryHistoryProvider,
-    SlidingWindowStrategy,
+    SummarizationStrategy,
     tool,
 )
 
@@ -37,10 +37,12 @@ def cancel_order(order_id: Annotated[str, "The order to cancel."]) -> str:
 client = chat_client_from_settings()
 
 # History and compaction, configured the normal core way: the host swaps this in-memory provider for a durable
-# one with the same source id, so the compaction provider below works on durable history unchanged.
+# one with the same source id, so the compaction provider below works on durable history unchanged. Once more
+# than 14 messages are in play, the oldest are summarized (by the same model) and excluded from what it is sent;
+# the small numbers make demo.http show it, so raise them for real conversations.
 history = InMemoryHistoryProvider(skip_excluded=True)
 compaction = CompactionProvider(
-    after_strategy=SlidingWindowStrategy(keep_last_groups=24),
+    after_strategy=SummarizationStrategy(client=client, target_count=8, threshold=6),
     history_source_id=history.source_id,
 )
 

@@ -14,6 +14,7 @@ from typing import Any
 from ._settings import describe_chat_client
 
 DEFAULT_APP = "function_app:app"
+FUNCTION_KEY_SETTING = "AGENT_HOST_FUNCTION_KEY"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,14 +30,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve.add_argument(
         "--function-key",
-        default=os.environ.get("AGENT_HOST_FUNCTION_KEY"),
-        help="require this key (x-functions-key header or ?code=) on function-level routes, as Azure does",
+        help="require this key (x-functions-key header or ?code=) on function-level routes, as Azure does "
+        f"(default: the {FUNCTION_KEY_SETTING} setting, which local.settings.json may set)",
     )
     serve.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
     args = parser.parse_args(argv)
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_local_settings(Path.cwd() / "local.settings.json")
+    # Read after local.settings.json is applied, so the setting works from there too; empty means no key.
+    function_key = args.function_key or os.environ.get(FUNCTION_KEY_SETTING) or None
     app = load_app(args.app)
     from ._local_host import run_local_host
 
@@ -46,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         host=args.host,
         port=args.port,
         route_prefix=route_prefix(Path.cwd() / "host.json"),
-        function_key=args.function_key,
+        function_key=function_key,
         banner_lines=banner(app),
     )
     return 0

@@ -25,7 +25,10 @@ _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 def entity_name_for(agent_name: str) -> str:
-    """The entity (and function) name of an agent's conversations; the host lower-cases entity names."""
+    """The entity (and function) name of an agent's conversations; the host lower-cases entity names.
+
+    HTTP functions are named `api_*`, so no agent name can make an entity clash with a route function.
+    """
     return f"conversation_{agent_name.lower()}"
 
 
@@ -132,30 +135,30 @@ class AgentFunctionApp(df.DFApp):
         )
 
     def _register_routes(self, routes: Routes) -> None:
-        @self.function_name("health")
+        @self.function_name("api_health")
         @self.route(route="health", methods=_ALL_METHODS, auth_level=func.AuthLevel.ANONYMOUS)
         async def health(req: func.HttpRequest) -> func.HttpResponse:
             return await routes.health(req)
 
-        @self.function_name("conversation_turns")
+        @self.function_name("api_turns")
         @self.route(route=f"{CONVERSATION_ROUTE}/turns", methods=_ALL_METHODS)
         @self.durable_client_input(client_name="client")
         async def conversation_turns(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
             return await routes.turns(req, client)
 
-        @self.function_name("conversation_turn")
+        @self.function_name("api_turn")
         @self.route(route=f"{CONVERSATION_ROUTE}/turns/{{turnId}}", methods=_ALL_METHODS)
         @self.durable_client_input(client_name="client")
         async def conversation_turn(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
             return await routes.turn(req, client)
 
-        @self.function_name("conversation")
+        @self.function_name("api_conversation")
         @self.route(route=CONVERSATION_ROUTE, methods=_ALL_METHODS)
         @self.durable_client_input(client_name="client")
         async def conversation(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
             return await routes.conversation(req, client)
 
-        @self.function_name("conversation_messages")
+        @self.function_name("api_messages")
         @self.route(route=f"{CONVERSATION_ROUTE}/messages", methods=_ALL_METHODS)
         @self.durable_client_input(client_name="client")
         async def conversation_messages(
@@ -163,7 +166,7 @@ class AgentFunctionApp(df.DFApp):
         ) -> func.HttpResponse:
             return await routes.messages(req, client)
 
-        @self.function_name("conversation_retention")
+        @self.function_name("api_retention")
         @self.route(route=f"{CONVERSATION_ROUTE}/retention", methods=_ALL_METHODS)
         @self.durable_client_input(client_name="client")
         async def conversation_retention(
@@ -171,7 +174,7 @@ class AgentFunctionApp(df.DFApp):
         ) -> func.HttpResponse:
             return await routes.retention(req, client)
 
-        @self.function_name("agent_run")
+        @self.function_name("api_run")
         @self.route(route="agents/{agent}/run", methods=_ALL_METHODS)
         @self.durable_client_input(client_name="client")
         async def agent_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:

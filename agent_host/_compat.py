@@ -14,7 +14,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from ._contract import AgentRoute, validate_conversation_id
+from ._contract import AgentRoute, refuse_unpaired_surrogates, validate_conversation_id
 from ._delivery import new_turn_id, resolve_alias
 from ._durable_client import ConversationClient
 from ._entity import RUN_OPERATION
@@ -61,10 +61,11 @@ def parse_run_request(req: func.HttpRequest, settings: HostSettings) -> CompatRu
     if is_json:
         try:
             parsed = json.loads(text) if text.strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
             raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
         if not isinstance(parsed, dict):
             raise InvalidRequestError("Invalid JSON payload. Expected an object.", code="invalid_json")
+        refuse_unpaired_surrogates(parsed)
         body = parsed
         message = body.get("message", "")
         if not isinstance(message, str):

@@ -5,11 +5,21 @@ Knows the wire format, not how the entity stores history beyond the record shape
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from agent_framework import (
+    EXCLUDE_REASON_KEY,
+    EXCLUDED_KEY,
+    GROUP_ANNOTATION_KEY,
+    GROUP_ID_KEY,
+    GROUP_KIND_KEY,
+    SUMMARIZED_BY_SUMMARY_ID_KEY,
+    SUMMARY_OF_MESSAGE_IDS_KEY,
+)
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
@@ -77,6 +87,25 @@ def validate_turn_id(turn_id: str) -> str:
     return turn_id
 
 
+def refuse_unpaired_surrogates(data: Any) -> None:
+    """Refuse a JSON body whose strings hold an unpaired surrogate escape such as `"\\ud800"`.
+
+    Such JSON is well formed, but the string is not Unicode text: it can be neither measured, stored nor echoed
+    as UTF-8.
+
+    Raises:
+        InvalidRequestError: with code `invalid_body`.
+    """
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError(
+            f"The body holds an unpaired surrogate escape ({exc.object[exc.start : exc.end]!r}), which is not "
+            "Unicode text; send valid UTF-8 text.",
+            code="invalid_body",
+        ) from None
+
+
 def iso_time(epoch_ms: int | None) -> str | None:
     """Milliseconds since the epoch as an ISO 8601 UTC timestamp."""
     if epoch_ms is None:
@@ -99,12 +128,21 @@ def render_message(record: dict[str, Any]) -> dict[str, Any]:
         "text": text,
         "contents": contents,
         "createdAt": iso_time(record.get("at")),
-        "excluded": bool(props.get("_excluded", False)),
+        "excluded": bool(props.get(EXCLUDED_KEY, False)),
     }
     if record.get("author"):
         body["authorName"] = record["author"]
-    if props.get("_exclude_reason"):
-        body["excludeReason"] = props["_exclude_reason"]
+    if props.get(EXCLUDE_REASON_KEY):
+        body["excludeReason"] = props[EXCLUDE_REASON_KEY]
+    group = props.get(GROUP_ANNOTATION_KEY)
+    if isinstance(group, dict):
+        # Core's annotation keys, renamed for readers: the group a message belongs to, and the summary links.
+        if group.get(GROUP_ID_KEY):
+            body["group"] = {"id": group[GROUP_ID_KEY], "kind": group.get(GROUP_KIND_KEY)}
+        if group.get(SUMMARY_OF_MESSAGE_IDS_KEY):
+            body["summaryOf"] = list(group[SUMMARY_OF_MESSAGE_IDS_KEY])
+        if group.get(SUMMARIZED_BY_SUMMARY_ID_KEY):
+            body["summarizedBy"] = group[SUMMARIZED_BY_SUMMARY_ID_KEY]
     if props:
         body["annotations"] = props
     return body

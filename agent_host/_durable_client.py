@@ -50,6 +50,14 @@ class ConversationClient:
             return None
         return decode_state(response.entity_state)
 
+    async def exists(self, conversation_id: str) -> bool:
+        """Whether the conversation's entity exists, whether or not its state can be read."""
+        try:
+            response = await self._client.read_entity_state(self._entity(conversation_id))
+        except ValueError:  # the stored state is not JSON, but it is there
+            return True
+        return bool(response.entity_exists)
+
     async def wait_for_turn(self, conversation_id: str, turn_id: str, timeout: float) -> dict[str, Any] | None:
         """Poll until the turn has a record or `timeout` passes; returns the state holding the record, or None."""
         deadline = time.monotonic() + timeout
@@ -68,7 +76,7 @@ class ConversationClient:
         """Poll until the entity no longer exists; True when it is gone within `timeout`."""
         deadline = time.monotonic() + timeout
         interval = FIRST_POLL_SECONDS
-        while await self.read(conversation_id) is not None:
+        while await self.exists(conversation_id):
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(interval)

@@ -34,20 +34,20 @@ from ._delivery import (
     record_turn,
 )
 from ._errors import AgentHostError, IdempotencyConflictError, InvalidRequestError, TurnFailedError
-from ._event_loop import AGENT_LOOP
+from ._event_loop import AGENT_LOOP, RunTimeoutError
 from ._history import (
     MESSAGES_KEY,
     DurableHistoryProvider,
-    assign_message_ids,
     assign_transcript_ids,
+    delivered_response,
     message_to_record,
     reconcile_by_message_id,
-    record_to_message,
-    without_compaction_summaries,
 )
-from ._retention import apply_retention_settings, enforce_retention, ensure_room_for_turn, validated_retention
+from ._retention import apply_retention_settings, ensure_room_for_turn, retain_after_turn, validated_retention
 from ._sessions import restore_session, session_id_for, snapshot_session
 from ._state import RetentionSettings, decode_state, encode_state, new_state
+from ._state_cache import CONVERSATION_CACHE
+from ._telemetry import telemetry
 
 logger = logging.getLogger("agent_host.entity")
 
@@ -164,7 +164,7 @@ class ConversationEntity:
         turn_id: str = request["turnId"]
         raw = read_raw_state(context)
         state = (
-            decode_state(raw)
+            CONVERSATION_CACHE.decode(self.agent_name, context.entity_key, raw)
             if raw is not None
             else new_state(self.agent_name, context.entity_key, self.retention, _now_ms())
         )
@@ -172,13 +172,44 @@ class ConversationEntity:
             # Signals arrive at least once: a known turn id returns its recorded result (failure 9).
             context.set_result({"turnId": turn_id, "status": state["turns"][turn_id]["status"], "duplicate": True})
             return
+        started = time.perf_counter()
         committed = self.run_turn(state, context.entity_key, turn_id, request)
-        text = encode_state(committed)
-        if committed["turns"][turn_id]["status"] == "completed":
-            retained = enforce_retention(committed, now_ms=_now_ms(), text=text)
-            committed, text = retained.state, retained.text
+        committed, text = retain_after_turn(
+            committed,
+            committed["turns"][turn_id],
+            now_ms=_now_ms(),
+            text=CONVERSATION_CACHE.encode(self.agent_name, context.entity_key, committed),
+        )
+        CONVERSATION_CACHE.remember(self.agent_name, context.entity_key, committed, text)
         write_raw_state(context, text)
         context.set_result({"turnId": turn_id, "status": committed["turns"][turn_id]["status"]})
+        self._record_telemetry(state, committed, context.entity_key, turn_id, text, time.perf_counter() - started)
+
+    def _record_telemetry(
+        self,
+        before: dict[str, Any],
+        after: dict[str, Any],
+        conversation_id: str,
+        turn_id: str,
+        text: str,
+        seconds: float,
+    ) -> None:
+        record = after["turns"][turn_id]
+        evicted = after.get("truncation", {}).get("evictedMessages", 0) - before.get("truncation", {}).get(
+            "evictedMessages", 0
+        )
+        error = record.get("error") or (after.get("capacityError") if not before.get("capacityError") else None)
+        telemetry().record_turn(
+            agent=self.agent_name,
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+            outcome=record["status"],
+            error_code=(error or {}).get("code"),
+            seconds=seconds,
+            state_bytes=len(text.encode("utf-8")),
+            mode=after.get("retention", {}).get("mode", "auto"),
+            evicted=evicted,
+        )
 
     def run_turn(
         self, state: dict[str, Any], conversation_id: str, turn_id: str, request: dict[str, Any]
@@ -201,6 +232,14 @@ class ConversationEntity:
             except AgentHostError as exc:
                 record = failed_record(exc.to_record(), _now_ms())
                 new = copy.copy(state)
+            except RunTimeoutError as exc:
+                logger.warning("Turn %s of %s/%s was cancelled: %s", turn_id, self.agent_name, conversation_id, exc)
+                error = TurnFailedError(
+                    f"The agent run took longer than {exc.timeout:g} s (AGENT_HOST_RUN_TIMEOUT_SECONDS) and was "
+                    "cancelled. The conversation's earlier history is unchanged; send the next turn to continue."
+                )
+                record = failed_record(error.to_record(), _now_ms())
+                new = copy.copy(state)
             except Exception as exc:
                 logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id)
                 error = TurnFailedError(
@@ -210,8 +249,7 @@ class ConversationEntity:
                 record = failed_record(error.to_record(), _now_ms())
                 new = copy.copy(state)
             else:
-                # Summaries call-level compaction put in the response stay in the transcript only (failure 5).
-                record = completed_record(without_compaction_summaries(response), _now_ms())
+                record = completed_record(response, _now_ms())
             if key:
                 record.update(idempotencyKey=key, requestHash=request.get("requestHash"))
         now = _now_ms()
@@ -234,7 +272,8 @@ class ConversationEntity:
         durable = self.plan.durable
         stored: list[dict[str, Any]] = state.get("messages", [])
         if durable is not None:
-            session.state[durable.source_id] = {MESSAGES_KEY: [record_to_message(r) for r in stored]}
+            history = CONVERSATION_CACHE.history_for(stored)
+            session.state[durable.source_id] = {MESSAGES_KEY: history.messages}
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = request.get("approvals") or []
         contents: list[Any] = answer_contents(pending, answers)
@@ -251,8 +290,9 @@ class ConversationEntity:
         if durable is not None:
             buffer: list[Message] = session.state[durable.source_id].get(MESSAGES_KEY, [])
             assign_transcript_ids(buffer)
-            state["messages"] = reconcile_by_message_id(stored, buffer, now)
-        assign_message_ids(response.messages, turn_id, set())
+            state["messages"] = reconcile_by_message_id(stored, buffer, now, reuse=history.record_for)
+        # Summaries call-level compaction put in the response stay in the transcript only (failure 5).
+        response = delivered_response(response, turn_id)
         state["session"] = snapshot_session(
             session,
             derived_source_id=durable.source_id if durable is not None else None,

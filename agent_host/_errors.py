@@ -140,10 +140,19 @@ class StateVersionError(AgentHostError):
     status = 422
 
     def __init__(self, found: object, supported: int) -> None:
-        super().__init__(
-            f"The stored conversation has schema version {found!r}; this host reads versions up to {supported}. "
-            "Deploy a host version that knows it; nothing was changed."
-        )
+        # A newer host may read a future version; nothing reads a missing, older or malformed one.
+        start_over = "Restore it from a backup or delete the conversation to start over; nothing was changed."
+        if found is None:
+            problem, advice = "has no schemaVersion, so no version of this host wrote it", start_over
+        elif type(found) is int and found > supported:
+            problem = f"has schema version {found}; this host reads versions up to {supported}"
+            advice = "Deploy a host version that knows it; nothing was changed."
+        elif type(found) is int:
+            problem = f"has schema version {found}, older than this host reads ({supported}), with no migration"
+            advice = start_over
+        else:
+            problem, advice = f"has schema version {found!r}, which is not a version number", start_over
+        super().__init__(f"The stored conversation {problem}. {advice}")
 
 
 class StateCapacityExceededError(AgentHostError):

@@ -14,6 +14,14 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+class RunTimeoutError(TimeoutError):
+    """A coroutine run through `AgentEventLoop.run` did not finish in time and was cancelled."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"the run did not finish within {timeout:g} s and was cancelled")
+        self.timeout = timeout
+
+
 class AgentEventLoop:
     """A daemon thread running one asyncio loop; `run` blocks the caller until a coroutine finishes."""
 
@@ -33,14 +41,16 @@ class AgentEventLoop:
         """Run `coroutine` on the host's loop and return its result (or raise its exception).
 
         Raises:
-            TimeoutError: the coroutine did not finish within `timeout` seconds; it is cancelled.
+            RunTimeoutError: the coroutine did not finish within `timeout` seconds; it is cancelled.
         """
         future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop())
         try:
             return future.result(timeout)
         except TimeoutError:
+            if future.done():  # it finished just in time, or the coroutine itself raised TimeoutError
+                return future.result()
             future.cancel()
-            raise
+            raise RunTimeoutError(timeout or 0) from None
 
 
 AGENT_LOOP = AgentEventLoop()

@@ -8,7 +8,8 @@ reconciled back into the stored records by message id. Knows nothing about HTTP 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from agent_framework import (
@@ -167,17 +168,22 @@ def is_compaction_summary(message: Message) -> bool:
     return isinstance(group, dict) and SUMMARY_OF_MESSAGE_IDS_KEY in group
 
 
-def without_compaction_summaries(response: AgentResponse) -> AgentResponse:
-    """The response as the agent produced it: call-level compaction's summaries removed.
+def delivered_response(response: AgentResponse, turn_id: str) -> AgentResponse:
+    """The response as its caller receives it: what the agent produced, every message named.
 
-    Core 1.23 returns summaries its call-level compaction made of the run's own messages inside the response, so
-    they are stored in the transcript; a caller reading the turn must not receive text the agent never wrote
-    (failure 5).
+    Core 1.23 returns the summaries its call-level compaction made of the run's own messages inside the
+    response; they belong in the transcript, but a caller must never receive text the agent did not write
+    (failure 5). Unnamed messages are named `{turn_id}.{n}` on copies: when history lives with the user's own
+    provider or the service, the response's messages may be the very objects that store keeps.
     """
-    if not any(is_compaction_summary(message) for message in response.messages):
+    messages = [message for message in response.messages if not is_compaction_summary(message)]
+    if len(messages) == len(response.messages) and all(message.message_id for message in messages):
         return response
+    messages = [message if message.message_id else copy.copy(message) for message in messages]
+    taken = {message.message_id for message in messages if message.message_id}
+    assign_message_ids([message for message in messages if not message.message_id], turn_id, taken)
     delivered = copy.copy(response)
-    delivered.messages = [message for message in response.messages if not is_compaction_summary(message)]
+    delivered.messages = messages
     return delivered
 
 
@@ -215,13 +221,23 @@ def record_to_message(record: dict[str, Any]) -> Message:
 
 
 def reconcile_by_message_id(
-    stored: Sequence[dict[str, Any]], buffer: Sequence[Message], now_ms: int
+    stored: Sequence[dict[str, Any]],
+    buffer: Sequence[Message],
+    now_ms: int,
+    *,
+    reuse: Callable[[Message], dict[str, Any] | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The new stored transcript: the buffer in its order, annotations written onto the record with the same id.
 
     Matching by id, never by position: strategies insert summaries mid-history, which shifts positions
     (failures 2 and 3). A stored message missing from the buffer is kept after its stored predecessor.
+    `reuse` returns the stored record of a message the run left unchanged, so it is not encoded again.
     """
+    reused = [reuse(message) for message in buffer] if reuse is not None else []
+    if stored and len(reused) >= len(stored) and all(map(operator.is_, stored, reused)):
+        # The common turn: every stored message came back unchanged and in order, new ones follow.
+        tail = zip(buffer[len(stored) :], reused[len(stored) :], strict=True)
+        return [*stored, *(record or message_to_record(message, now_ms) for message, record in tail)]
     stored_at = {record["id"]: record["at"] for record in stored}
     in_buffer = {message.message_id for message in buffer}
     kept_after: dict[str | None, list[dict[str, Any]]] = {}
@@ -232,7 +248,10 @@ def reconcile_by_message_id(
         else:
             kept_after.setdefault(previous, []).append(record)
     result = list(kept_after.get(None, []))
-    for message in buffer:
-        result.append(message_to_record(message, stored_at.get(message.message_id, now_ms)))  # type: ignore[arg-type]
+    for position, message in enumerate(buffer):
+        record = reused[position] if reused else None
+        if record is None:
+            record = message_to_record(message, stored_at.get(message.message_id, now_ms))  # type: ignore[arg-type]
+        result.append(record)
         result.extend(kept_after.get(message.message_id, []))
     return result

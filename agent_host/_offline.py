@@ -1,7 +1,8 @@
 """OfflineChatClient: a deterministic stand-in model, clearly labelled, that answers from the conversation it is given.
 
 It remembers facts stated as "my X is Y" (and "I am Y"), answers "what is my X?" from the messages it receives,
-and calls one of the agent's tools when the user names it, so memory and tool calls can be shown without a model.
+calls one of the agent's tools when the user names it, and answers core's summarization requests with the facts
+it finds, so memory, tool calls and compaction can be shown without a model.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 
 OFFLINE_LABEL = "[offline model]"
+SUMMARY_LABEL = f"{OFFLINE_LABEL} Summary"
 
 _FACT = re.compile(r"\bmy\s+([a-z][a-z ]{0,30}?)\s+is\s+(.+?)(?=\s+and\s+|[.!?,;\n]|$)", re.IGNORECASE)
 _NAME = re.compile(r"\b(?:i am|i'm|call me)\s+([A-Z][\w-]*)", re.IGNORECASE)
 _QUESTION = re.compile(r"\bwhat(?:'s| is)\s+my\s+([a-z][a-z ]{0,30}?)\s*\?", re.IGNORECASE)
+_TRANSCRIPT_LINE = re.compile(r"^\d+\. \[(\w+)\] (.*)$")
+_CALLED = re.compile(r"\bfunction_call (\w+)\(")
+_TOOLS_USED = re.compile(r"The assistant used (\w+(?:, \w+)*)\.")
 _ARGUMENT = re.compile(r"(\w+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s,)]+)")
 
 
@@ -49,6 +54,9 @@ class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], 
 
 
 def _reply(messages: list[Message], tools: list[Any]) -> Message:
+    transcript = _summary_request(messages)
+    if transcript is not None:
+        return Message("assistant", [_summary(transcript)])
     last = messages[-1] if messages else Message("user", [""])
     if last.role == "tool":
         results = [c for c in last.contents if c.type == "function_result"]
@@ -62,7 +70,7 @@ def _reply(messages: list[Message], tools: list[Any]) -> Message:
 
 
 def _answer(text: str, earlier: list[Message]) -> str:
-    facts = _facts(m.text or "" for m in earlier if m.role == "user")
+    facts = _facts(m.text or "" for m in earlier if m.role == "user" or _is_summary(m.role, m.text or ""))
     question = _QUESTION.search(text)
     if question:
         subject = question.group(1).strip().lower()
@@ -74,6 +82,43 @@ def _answer(text: str, earlier: list[Message]) -> str:
         noted = ", ".join(f"your {key} is {value}" for key, value in stated.items())
         return f"Noted: {noted}. ({len(earlier)} earlier messages in this conversation.)"
     return f'You said: "{text.strip()}". ({len(earlier)} earlier messages in this conversation.)'
+
+
+def _summary_request(messages: list[Message]) -> list[tuple[str, str]] | None:
+    """The transcript lines ("1. [user] text") of a request from core's SummarizationStrategy, else None."""
+    if len(messages) != 2 or messages[0].role != "system" or messages[1].role != "user":
+        return None
+    if "summar" not in (messages[0].text or "").lower():
+        return None
+    lines: list[tuple[str, str]] = []
+    for line in (messages[1].text or "").splitlines():
+        if match := _TRANSCRIPT_LINE.match(line):
+            lines.append((match.group(1), match.group(2)))
+        elif lines:
+            lines[-1] = (lines[-1][0], f"{lines[-1][1]}\n{line}")
+        else:
+            return None
+    return lines or None
+
+
+def _summary(transcript: list[tuple[str, str]]) -> str:
+    # Facts the user stated and tools the assistant used, with those an earlier summary kept, so recall survives
+    # the summarized messages.
+    facts = _facts(text for role, text in transcript if role == "user" or _is_summary(role, text))
+    stated = "; ".join(f"my {key} is {value}" for key, value in facts.items()) or "nothing to remember"
+    tools = [name for role, text in transcript if role == "assistant" for name in _tools_named(text)]
+    used = f" The assistant used {', '.join(dict.fromkeys(tools))}." if tools else ""
+    return f"{SUMMARY_LABEL} of {len(transcript)} earlier messages. The user said: {stated}.{used}"
+
+
+def _tools_named(text: str) -> list[str]:
+    if match := _TOOLS_USED.search(text):
+        return match.group(1).split(", ")
+    return _CALLED.findall(text)
+
+
+def _is_summary(role: str, text: str) -> bool:
+    return role == "assistant" and text.startswith(SUMMARY_LABEL)
 
 
 def _facts(texts: Any) -> dict[str, str]:

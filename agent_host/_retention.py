@@ -210,6 +210,25 @@ def ensure_room_for_turn(state: dict[str, Any], incoming: dict[str, Any]) -> Non
     )
 
 
+def retain_after_turn(
+    state: dict[str, Any], turn: Mapping[str, Any], *, now_ms: int, text: str
+) -> tuple[dict[str, Any], str]:
+    """The state to commit after a turn, and its exact encoding.
+
+    A completed turn is followed by the conversation's retention (`enforce_retention`); a turn refused for
+    capacity leaves the conversation reporting why, so a reader of the conversation sees it too; any other
+    failed turn changes nothing here.
+    """
+    if turn["status"] == "completed":
+        outcome = enforce_retention(state, now_ms=now_ms, text=text)
+        return outcome.state, outcome.text
+    error = turn.get("error") or {}
+    if error.get("code") == StateCapacityExceededError.code and state.get(CAPACITY_ERROR_KEY) != error:
+        reported = {**state, CAPACITY_ERROR_KEY: dict(error)}
+        return reported, encode_state(reported)
+    return state, text
+
+
 def enforce_retention(state: dict[str, Any], *, now_ms: int, text: str | None = None) -> RetentionOutcome:
     """Apply the conversation's retention mode after a successful turn.
 
@@ -377,24 +396,20 @@ def _without(state: dict[str, Any], ids: set[str], now_ms: int) -> dict[str, Any
 def _capacity_error(
     state: dict[str, Any], size: int, fixed_bytes: int, settings: RetentionSettings
 ) -> dict[str, str] | None:
-    """The `state_capacity_exceeded` error the conversation reports while it is over its budget, else None."""
+    """The `state_capacity_exceeded` error a conversation reports after a completed turn, or None.
+
+    Under `keep_all` a completed turn reports nothing (and clears an earlier refusal): the state may have gone
+    over its budget by this answer, and the next turn's refusal reports that with its numbers.
+    """
     budget = settings.max_state_bytes
-    if size <= budget:
+    if size <= budget or settings.mode == KEEP_ALL:
         return None
-    conversation = state.get("conversationId", "?")
-    if settings.mode == KEEP_ALL:
-        message = (
-            f"Conversation '{conversation}' stores {size} bytes, over its budget of {budget} bytes, and its "
-            "retention mode 'keep_all' never deletes: its next turn will be refused. Switch to retention mode "
-            "'auto' or 'follow_compaction', raise maxStateBytes, or start a new conversation."
-        )
-    else:
-        message = (
-            f"Conversation '{conversation}' stores {size} bytes, over its budget of {budget} bytes, and "
-            f"{min(fixed_bytes, size)} bytes of it may not be evicted (system messages, the newest exchange, the "
-            "turn results kept for callers and the session). Nothing was deleted; the answer was delivered. "
-            "Raise maxStateBytes or start a new conversation."
-        )
+    message = (
+        f"Conversation '{state.get('conversationId', '?')}' stores {size} bytes, over its budget of {budget} bytes, "
+        f"and {min(fixed_bytes, size)} bytes of it may not be evicted (system messages, the newest exchange, the "
+        "turn results kept for callers and the session). Nothing was deleted; the answer was delivered. "
+        "Raise maxStateBytes or start a new conversation."
+    )
     return StateCapacityExceededError(message).to_record()
 
 

@@ -22,6 +22,7 @@ from ._contract import (
     AgentRoute,
     TurnRequest,
     iso_time,
+    refuse_unpaired_surrogates,
     render_message,
     render_pending,
     render_turn,
@@ -181,8 +182,10 @@ class Routes:
         self, req: func.HttpRequest, client: df.DurableOrchestrationClient
     ) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
-        await self._existing(agent, conversation_id, client)
         conversations = ConversationClient(client, agent.entity_name)
+        # Existence, not readability: deleting is the way out of a conversation whose stored state cannot be read.
+        if not await conversations.exists(conversation_id):
+            raise ConversationNotFoundError(agent.name, conversation_id)
         await conversations.signal(conversation_id, DELETE_OPERATION, {"conversationId": conversation_id})
         if not await conversations.wait_until_gone(conversation_id, DELETE_WAIT_SECONDS):
             return _json(202, {"conversationId": conversation_id, "status": "deleting"})
@@ -201,7 +204,7 @@ class Routes:
         agent, conversation_id = self._target(req)
         try:
             data = json.loads(req.get_body() or b"null")
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
             raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
         retention = validated_retention(data).model_dump(by_alias=True, mode="json")
         conversations = ConversationClient(client, agent.entity_name)
@@ -308,13 +311,14 @@ def _expired(conversation_id: str, turn_id: str) -> TurnExpiredError:
 def _turn_from_json(text: str) -> TurnRequest:
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
         raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
     if not isinstance(data, dict):
         raise InvalidRequestError(
             f'The body must be a JSON object like {{"message": "..."}}, got {type(data).__name__}.',
             code="invalid_json",
         )
+    refuse_unpaired_surrogates(data)
     if "message" not in data and "approvals" not in data:
         raise InvalidRequestError('The body has no "message"; send {"message": "..."}.', code="missing_message")
     try:
@@ -396,8 +400,9 @@ def render_error(error: AgentHostError) -> func.HttpResponse:
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> func.HttpResponse:
+    # An echoed value may hold an unpaired surrogate; escape it as JSON would rather than fail the response.
     return func.HttpResponse(
-        json.dumps(body, ensure_ascii=False),
+        json.dumps(body, ensure_ascii=False).encode("utf-8", "backslashreplace"),
         status_code=status,
         mimetype=JSON_MEDIA_TYPE,
         charset="utf-8",

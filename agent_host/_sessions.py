@@ -73,7 +73,8 @@ def snapshot_session(
 
     A value that cannot be serialized must not fail the save and bury the turn's answer (failure 12).
     """
-    state = {key: value for key, value in session.state.items() if key != derived_source_id}
+    # Core gives every provider an empty slice; storing those would only add bytes.
+    state = {key: value for key, value in session.state.items() if key != derived_source_id and value != {}}
     trimmed = AgentSession(session_id=session.session_id, service_session_id=session.service_session_id)
     trimmed.state = state
     try:

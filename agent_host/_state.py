@@ -136,7 +136,11 @@ def decode_state(raw: str | dict[str, Any]) -> dict[str, Any]:
     if version != SCHEMA_VERSION:
         raise StateVersionError(version, SCHEMA_VERSION)
     try:
-        ConversationState.model_validate(data)
+        if _plainly_valid_messages(data.get("messages")):
+            # The transcript is most of the state and already has exactly the schema's types: validate the rest.
+            ConversationState.model_validate({**data, "messages": []})
+        else:
+            ConversationState.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -145,6 +149,45 @@ def decode_state(raw: str | dict[str, Any]) -> dict[str, Any]:
             "It was left unchanged."
         ) from None
     return data
+
+
+# Each stored message field and the one type it has when written by this code (None allowed where not required).
+_MESSAGE_TYPES: dict[str, type] = {
+    "id": str,
+    "role": str,
+    "text": str,
+    "contents": list,
+    "props": dict,
+    "author": str,
+    "at": int,
+}
+_REQUIRED_MESSAGE_FIELDS = ("id", "role", "at")
+
+
+def _plainly_valid_messages(messages: object) -> bool:
+    """Whether every stored message has exactly the types `StoredMessage` wants, with nothing to coerce.
+
+    A quick check that only accepts what the schema accepts: anything else (a missing field, an unknown one, a
+    value the schema would coerce or refuse) goes to the full validation, which gives the precise error.
+    """
+    if type(messages) is not list:
+        return False
+    for record in messages:
+        if type(record) is not dict:
+            return False
+        for name in _REQUIRED_MESSAGE_FIELDS:
+            if name not in record:
+                return False
+        for name, value in record.items():
+            expected = _MESSAGE_TYPES.get(name)
+            if expected is None:
+                return False
+            if type(value) is not expected and (value is not None or name in _REQUIRED_MESSAGE_FIELDS):
+                return False
+        contents = record.get("contents")
+        if contents is not None and any(type(content) is not dict for content in contents):
+            return False
+    return True
 
 
 def new_state(agent: str, conversation_id: str, retention: RetentionSettings, now_ms: int) -> dict[str, Any]:

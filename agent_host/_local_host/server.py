@@ -352,7 +352,8 @@ class LocalHttpServer:
             The application, accepting bodies up to 32 MB.
         """
         app = web.Application(client_max_size=MAX_REQUEST_BODY_BYTES)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
+        # `[\s\S]` rather than `.`: a decoded path may hold a newline (`%0A`), which must reach the app too.
+        app.router.add_route("*", r"/{tail:[\s\S]*}", self._handle)
         return app
 
     def describe_routes(self, base_url: str) -> list[str]:

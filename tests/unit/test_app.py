@@ -32,15 +32,15 @@ def test_each_agent_gets_one_entity_and_the_routes_are_shared() -> None:
     names = sorted(f.get_function_name() for f in app.get_functions())
 
     assert names == [
-        "agent_run",
-        "conversation",
+        "api_conversation",
+        "api_health",
+        "api_messages",
+        "api_retention",
+        "api_run",
+        "api_turn",
+        "api_turns",
         "conversation_alpha",
         "conversation_beta",
-        "conversation_messages",
-        "conversation_retention",
-        "conversation_turn",
-        "conversation_turns",
-        "health",
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agent_framework import Agent, Message, tool
+from agent_framework import Agent, Content, Message, tool
 
 from agent_host import OfflineChatClient
 
@@ -42,3 +42,39 @@ def test_naming_a_tool_calls_it() -> None:
 
 def test_replies_are_deterministic() -> None:
     assert ask(["hello there"]) == ask(["hello there"])
+
+
+def test_a_summarization_request_is_answered_with_the_facts_and_tools_it_finds() -> None:
+    from agent_framework import SummarizationStrategy, annotate_message_groups
+
+    client = OfflineChatClient()
+    transcript = [
+        Message("user", ["My name is Grace and my city is Oslo."]),
+        Message("assistant", ["[offline model] Noted."]),
+        Message("assistant", [Content.from_function_call("c1", "get_weather", arguments='{"city": "Oslo"}')]),
+        Message("tool", [Content.from_function_result("c1", result="mild")]),
+        Message("user", ["My pet is a cat."]),
+        Message("assistant", ["[offline model] Noted."]),
+    ]
+    messages = list(transcript)
+    annotate_message_groups(messages)
+
+    asyncio.run(SummarizationStrategy(client=client, target_count=2, threshold=0)(messages))
+
+    summary = messages[0]
+    assert summary.text == (
+        "[offline model] Summary of 4 earlier messages. The user said: my name is Grace; my city is Oslo. "
+        "The assistant used get_weather."
+    )
+
+
+def test_facts_in_an_earlier_summary_are_recalled() -> None:
+    client = OfflineChatClient()
+    history = [
+        Message("assistant", ["[offline model] Summary of 4 earlier messages. The user said: my name is Grace."]),
+        Message("user", ["What is my name?"]),
+    ]
+
+    answer = asyncio.run(Agent(client, "test").run(history)).text
+
+    assert answer == "[offline model] Your name is Grace."

@@ -6,10 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from agent_host import StateCorruptError, StateVersionError
 from agent_host._state import (
     SCHEMA_VERSION,
+    ConversationState,
     RetentionSettings,
     decode_state,
     encode_state,
@@ -47,3 +51,39 @@ def test_state_that_breaks_the_schema_names_the_field() -> None:
 
     with pytest.raises(StateCorruptError, match=r"messages\.0\.at"):
         decode_state(json.dumps(state))
+
+
+_field_values = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3)
+_message_like = st.dictionaries(
+    st.sampled_from(["id", "role", "text", "contents", "props", "author", "at", "extra"]),
+    _field_values
+    | st.lists(st.dictionaries(st.text(max_size=2), _field_values, max_size=2) | _field_values)
+    | st.dictionaries(st.text(max_size=2), _field_values, max_size=2),
+)
+
+
+_nearly_valid = st.fixed_dictionaries(
+    {"id": st.text(max_size=3), "role": st.text(max_size=3), "at": st.integers()},
+    optional={name: _field_values for name in ("text", "author", "props", "extra")}
+    | {"contents": st.lists(st.dictionaries(st.text(max_size=2), _field_values) | _field_values, max_size=2)},
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages=st.lists(_message_like | _nearly_valid, max_size=3))
+def test_the_quick_message_check_accepts_and_refuses_exactly_what_the_schema_does(messages: list) -> None:
+    state = new_state("assistant", "c1", RetentionSettings(), 1)
+    state["messages"] = messages
+    try:
+        ConversationState.model_validate(state)
+        schema_accepts = True
+    except ValidationError:
+        schema_accepts = False
+
+    try:
+        decode_state(json.dumps(state))
+        decoded = True
+    except StateCorruptError:
+        decoded = False
+
+    assert decoded == schema_accepts

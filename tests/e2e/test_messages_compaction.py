@@ -1,0 +1,125 @@
+"""`GET .../messages` end to end: what compaction did, readable, and excluded messages only when asked for.
+
+The agent is configured the ordinary core way (in-memory history with `skip_excluded`, a `CompactionProvider`
+summarizing with the same offline model); the host makes it durable and the local host serves it over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_framework import Agent, CompactionProvider, InMemoryHistoryProvider, SummarizationStrategy, tool
+from conftest import build_app
+from hosting import RunningHost
+
+from agent_host import OfflineChatClient
+
+MESSAGES = "/api/agents/assistant/conversations/long/messages"
+TURNS = "/api/agents/assistant/conversations/long/turns"
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city (canned)."""
+    return f"The weather in {city} is mild."
+
+
+def compacting_app() -> Any:
+    client = OfflineChatClient()
+    history = InMemoryHistoryProvider(skip_excluded=True)
+    compaction = CompactionProvider(
+        after_strategy=SummarizationStrategy(client=client, target_count=4, threshold=2),
+        history_source_id=history.source_id,
+    )
+    agent = Agent(
+        client, "Remember facts.", name="assistant", tools=[get_weather], context_providers=[history, compaction]
+    )
+    return build_app(agent)
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[RunningHost]:
+    running = RunningHost(compacting_app, tmp_path)
+    yield running
+    running.stop()
+
+
+def converse(host: RunningHost, *texts: str) -> list[str]:
+    answers = []
+    for text in texts:
+        reply = host.request("POST", TURNS, {"message": text})
+        assert reply.status == 200, reply.body
+        answers.append(reply.json()["text"])
+    return answers
+
+
+FACTS = ("My name is Grace.", "Please use get_weather for Oslo", "My city is Oslo.", "My pet is a cat.")
+
+
+def test_messages_leave_out_what_compaction_excluded_and_show_the_summary_with_its_links(host: RunningHost) -> None:
+    converse(host, *FACTS, "What is my city?")
+
+    shown = host.request("GET", MESSAGES)
+    everything = host.request("GET", f"{MESSAGES}?includeExcluded=true")
+
+    assert shown.status == 200 and everything.status == 200
+    visible, stored = shown.json()["messages"], everything.json()["messages"]
+    assert [m["excluded"] for m in visible] == [False] * len(visible)
+    summary = visible[0]  # the live summary stands where the messages it replaced stood
+    assert summary["text"].startswith("[offline model] Summary of 4 earlier messages. The user said: my name is Grace")
+    assert summary["text"].endswith("The assistant used get_weather.")
+    hidden = [m for m in stored if m["excluded"]]
+    assert [m["text"] for m in hidden if m["role"] == "user"] == [
+        "My name is Grace.",
+        "Please use get_weather for Oslo",
+    ]
+    assert {m["excludeReason"] for m in hidden} == {"summarized"}
+    # Summaries chain: the first summary was itself summarized into the live one, which every link leads to.
+    summaries = {m["messageId"]: m for m in stored if "summaryOf" in m}
+    assert len(summaries) == 2 and summary["messageId"] in summaries
+    for summary_id, linked in summaries.items():
+        assert linked["summaryOf"] == [m["messageId"] for m in hidden if m["summarizedBy"] == summary_id]
+    assert [m["group"]["kind"] for m in hidden] == [
+        "assistant_text",
+        "user",
+        "assistant_text",
+        "user",
+        "tool_call",
+        "tool_call",
+        "assistant_text",
+    ]
+    assert hidden[1]["annotations"]["_group"]["_summarized_by_summary_id"] == hidden[1]["summarizedBy"]
+    assert [m["messageId"] for m in stored if not m["excluded"]] == [m["messageId"] for m in visible]
+    assert len(visible) == 7 and len(stored) == 14
+
+
+def test_recall_still_works_once_the_fact_was_summarized(host: RunningHost) -> None:
+    converse(host, *FACTS, "What is my city?")
+
+    (answer,) = converse(host, "What is my name?")
+
+    stored = host.request("GET", f"{MESSAGES}?includeExcluded=true").json()["messages"]
+    assert next(m for m in stored if m["text"] == "My name is Grace.")["excluded"] is True
+    assert answer == "[offline model] Your name is Grace."
+
+
+def test_messages_before_any_compaction_carry_no_compaction_fields(host: RunningHost) -> None:
+    converse(host, "My name is Grace.")
+
+    (first, second) = host.request("GET", MESSAGES).json()["messages"]
+
+    assert first["text"] == "My name is Grace." and first["excluded"] is False
+    assert not {"excludeReason", "summaryOf", "summarizedBy", "group"} & (first.keys() | second.keys())
+
+
+def test_include_excluded_must_be_true_or_false(host: RunningHost) -> None:
+    converse(host, "My name is Grace.")
+
+    reply = host.request("GET", f"{MESSAGES}?includeExcluded=maybe")
+
+    assert reply.status == 400
+    assert reply.json()["error"]["code"] == "invalid_query"
+    assert "includeExcluded='maybe'" in reply.json()["error"]["message"]

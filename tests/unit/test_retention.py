@@ -1,0 +1,448 @@
+"""Retention as a pure function over the stored state: what is evicted, what must survive, and what is reported."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from typing import Any
+
+import pytest
+from agent_framework import Content, Message
+
+from agent_host import InvalidRequestError, StateCapacityExceededError
+from agent_host._history import message_to_record
+from agent_host._retention import (
+    apply_retention_settings,
+    enforce_retention,
+    ensure_room_for_turn,
+    state_bytes,
+    validate_watermarks,
+    validated_retention,
+)
+from agent_host._state import RetentionSettings, decode_state, encode_state, new_state
+
+NOW = 1_700_000_000_000
+LATER = NOW + 5_000
+
+
+def text(message_id: str, role: str, body: str, props: dict[str, Any] | None = None) -> dict[str, Any]:
+    record: dict[str, Any] = {"id": message_id, "role": role, "text": body, "at": NOW}
+    if props is not None:
+        record["props"] = props
+    return record
+
+
+def exchange(number: int, padding: int = 120) -> list[dict[str, Any]]:
+    return [
+        text(f"t{number}.in", "user", f"question {number} " + "q" * padding),
+        text(f"t{number}.0", "assistant", f"answer {number} " + "a" * padding),
+    ]
+
+
+def tool_group(call_id: str, *, results: int = 1, size: int = 600) -> list[dict[str, Any]]:
+    """An assistant message calling a tool `results` times and one tool message per result: no text at all."""
+    calls = [
+        Content.from_function_call(f"{call_id}-{n}", "lookup", arguments=json.dumps({"query": "x" * (size // 4)}))
+        for n in range(results)
+    ]
+    records = [message_to_record(Message("assistant", calls, message_id=f"{call_id}.call"), NOW)]
+    for n in range(results):
+        result = Content.from_function_result(f"{call_id}-{n}", result="r" * size)
+        records.append(message_to_record(Message("tool", [result], message_id=f"{call_id}.result{n}"), NOW))
+    return records
+
+
+def state_of(records: list[dict[str, Any]], *, mode: str = "auto", budget: int = 4096) -> dict[str, Any]:
+    state = new_state("assistant", "c1", RetentionSettings(mode=mode, max_state_bytes=budget), NOW)
+    state["messages"] = records
+    return state
+
+
+def budget_for(state: dict[str, Any], fill: float) -> int:
+    """A budget the state fills to `fill` (0.9: over the high watermark; 0.8: between the watermarks)."""
+    return int(state_bytes(state) / fill)
+
+
+def with_budget(state: dict[str, Any], budget: int) -> dict[str, Any]:
+    state["retention"] = {**state["retention"], "maxStateBytes": budget}
+    return state
+
+
+def low_bytes(state: dict[str, Any]) -> int:
+    return int(state["retention"]["maxStateBytes"] * state["retention"]["lowWatermark"])
+
+
+def survivors_ids(state: dict[str, Any]) -> list[str]:
+    return [record["id"] for record in state["messages"]]
+
+
+def call_ids(records: list[dict[str, Any]], kind: str) -> set[str]:
+    return {
+        content["call_id"] for record in records for content in record.get("contents", []) if content["type"] == kind
+    }
+
+
+# -- auto ---------------------------------------------------------------------------------------------------------
+
+
+def test_auto_evicts_the_oldest_groups_down_to_the_low_watermark_and_no_further() -> None:
+    records = [record for number in range(30) for record in exchange(number)]
+    state = state_of(records)
+    with_budget(state, budget_for(state, 0.9))
+    before = copy.deepcopy(state)
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    kept = outcome.state["messages"]
+    evicted = len(records) - len(kept)
+    assert kept == records[evicted:]
+    assert outcome.evicted_ids == tuple(record["id"] for record in records[:evicted])
+    assert outcome.text == encode_state(outcome.state)
+    assert outcome.state_bytes == len(outcome.text.encode("utf-8")) <= low_bytes(state)
+    one_group_back = {**outcome.state, "messages": records[evicted - 1 :]}
+    assert state_bytes(one_group_back) > low_bytes(state)
+    assert outcome.state["truncation"] == {
+        "evictedMessages": evicted,
+        "firstEvictedAt": LATER,
+        "lastEvictedAt": LATER,
+    }
+    assert "capacityError" not in outcome.state
+    assert state == before  # the input is never modified
+    decode_state(outcome.text)  # still valid stored state
+
+
+def test_auto_leaves_a_state_below_the_high_watermark_alone() -> None:
+    state = state_of([record for number in range(30) for record in exchange(number)])
+    with_budget(state, budget_for(state, 0.8))
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert outcome.state is state
+    assert outcome.evicted_ids == ()
+    assert outcome.text == encode_state(state)
+
+
+def test_truncation_record_keeps_the_first_eviction_time_and_counts_every_eviction() -> None:
+    state = state_of([record for number in range(30) for record in exchange(number)])
+    with_budget(state, budget_for(state, 0.9))
+    first = enforce_retention(state, now_ms=LATER).state
+    grown = {**first, "messages": first["messages"] + [r for n in range(30, 45) for r in exchange(n)]}
+    with_budget(grown, budget_for(grown, 0.9))
+
+    second = enforce_retention(grown, now_ms=LATER + 1).state
+
+    assert second["truncation"]["firstEvictedAt"] == LATER
+    assert second["truncation"]["lastEvictedAt"] == LATER + 1
+    assert second["truncation"]["evictedMessages"] == first["truncation"]["evictedMessages"] + (
+        len(grown["messages"]) - len(second["messages"])
+    )
+
+
+def test_every_eviction_is_logged_with_the_conversation(caplog: pytest.LogCaptureFixture) -> None:
+    state = state_of([record for number in range(30) for record in exchange(number)])
+    with_budget(state, budget_for(state, 0.9))
+
+    with caplog.at_level(logging.INFO, logger="agent_host.retention"):
+        outcome = enforce_retention(state, now_ms=LATER)
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "agent_host.retention"]
+    assert any(f"evicted {len(outcome.evicted_ids)} messages of conversation c1" in line for line in lines)
+
+
+# -- what may not be evicted ---------------------------------------------------------------------------------------
+
+
+def test_tool_only_history_is_budgeted_on_its_persisted_bytes() -> None:
+    # Failure 6: no message here has any text; a budget computed from text would call all of it free or evict it all.
+    records = [record for number in range(12) for record in tool_group(f"call{number}")]
+    state = state_of(records)
+    with_budget(state, budget_for(state, 0.9))
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    kept = outcome.state["messages"]
+    evicted = len(records) - len(kept)
+    assert kept == records[evicted:]
+    assert evicted % 2 == 0 and 0 < evicted < len(records) - 2  # whole groups, and far from all of them
+    assert outcome.state_bytes <= low_bytes(state)
+    assert state_bytes({**outcome.state, "messages": records[evicted - 2 :]}) > low_bytes(state)
+
+
+def test_tool_groups_are_evicted_whole_even_when_their_messages_are_not_adjacent() -> None:
+    # An assistant text sits between a call and its result: core links them into one group, a naive grouping won't.
+    linked = tool_group("linked", results=1, size=900)
+    between = text("between", "assistant", "thinking out loud " + "b" * 100)
+    records = [
+        *tool_group("multi", results=3, size=500),
+        linked[0],
+        between,
+        linked[1],
+        *[record for number in range(6) for record in exchange(number)],
+    ]
+    state = state_of(records)
+    for fill in (0.86, 0.9, 0.95, 0.99, 1.2, 1.6, 2.0, 2.5):
+        with_budget(state, budget_for(state_of(records), fill))
+
+        kept = enforce_retention(state, now_ms=LATER).state["messages"]
+
+        assert call_ids(kept, "function_call") == call_ids(kept, "function_result")
+        kept_ids = set(survivors_ids({"messages": kept}))
+        assert ("linked.call" in kept_ids) == ("linked.result0" in kept_ids)
+        assert len({"multi.call", "multi.result0", "multi.result1", "multi.result2"} & kept_ids) in (0, 4)
+
+
+def test_system_messages_survive_a_budget_that_takes_everything_else() -> None:
+    # Failure 7.
+    records = [
+        text("sys1", "system", "You are careful. " + "s" * 200),
+        *[record for number in range(8) for record in exchange(number)],
+        text("sys2", "system", "Mid-conversation instruction. " + "s" * 200),
+        *[record for number in range(8, 16) for record in exchange(number)],
+        *exchange(99),
+    ]
+    state = state_of(records)
+    protected = [records[0], records[17], *exchange(99)]
+    with_budget(state, int(state_bytes(state_of(protected)) / 0.69))
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert outcome.state["messages"] == protected
+    assert outcome.state["truncation"]["evictedMessages"] == len(records) - len(protected)
+    assert "capacityError" not in outcome.state
+
+
+def test_newest_exchange_alone_over_the_budget_wipes_nothing_and_reports_capacity() -> None:
+    records = [
+        *[record for number in range(10) for record in exchange(number)],
+        text("t99.in", "user", "Please read this: " + "x" * 6000),
+        text("t99.0", "assistant", "Read it. " + "y" * 200),
+    ]
+    state = state_of(records, budget=4096)
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert outcome.state["messages"] == records
+    assert outcome.state["truncation"] == {"evictedMessages": 0}
+    error = outcome.state["capacityError"]
+    assert error["code"] == "state_capacity_exceeded"
+    assert "budget of 4096 bytes" in error["message"] and "Nothing was deleted" in error["message"]
+    assert outcome.text == encode_state(outcome.state)
+
+
+def test_capacity_error_is_cleared_once_the_state_fits_again() -> None:
+    state = state_of([record for number in range(4) for record in exchange(number)], budget=100_000)
+    state["capacityError"] = {"code": "state_capacity_exceeded", "message": "earlier"}
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert "capacityError" not in outcome.state
+    assert outcome.text == encode_state(outcome.state)
+
+
+def test_turn_records_are_never_evicted() -> None:
+    # Failure 8: a caller may not have read its answer yet; delivery must not depend on the transcript.
+    records = [record for number in range(30) for record in exchange(number)]
+    state = state_of(records)
+    state["turns"] = {
+        f"t{n}": {
+            "status": "completed",
+            "text": records[2 * n + 1]["text"],
+            "messages": [records[2 * n + 1]],
+            "at": NOW,
+        }
+        for n in range(30)
+    }
+    with_budget(state, budget_for(state, 0.9))
+    turns = copy.deepcopy(state["turns"])
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert outcome.evicted_ids
+    assert outcome.state["turns"] == turns
+
+
+# -- compaction exclusions -----------------------------------------------------------------------------------------
+
+
+def excluded(reason: str, group: str) -> dict[str, Any]:
+    return {"_excluded": True, "_exclude_reason": reason, "_group": {"id": group, "kind": "user", "index": 0}}
+
+
+def included(group: str) -> dict[str, Any]:
+    return {"_excluded": False, "_group": {"id": group, "kind": "user", "index": 0}}
+
+
+def test_auto_treats_exclusions_as_no_consent_and_every_survivor_keeps_its_annotation() -> None:
+    # The newest evictable messages are excluded, the oldest are not: age decides, exclusions are neither
+    # preferred victims nor free of bytes.
+    records = [record for number in range(30) for record in exchange(number, padding=60)]
+    for number, record in enumerate(records[:-2]):
+        record["props"] = included(f"g{number}") if number < 20 else excluded("sliding_window", f"g{number}")
+    state = state_of(records)
+    with_budget(state, budget_for(state, 0.9))
+    annotations = {record["id"]: copy.deepcopy(record.get("props")) for record in records}
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    kept = outcome.state["messages"]
+    evicted = len(records) - len(kept)
+    assert 0 < evicted <= 20
+    assert kept == records[evicted:]
+    assert all(record.get("props") == annotations[record["id"]] for record in kept)
+    assert sum(1 for record in kept if (record.get("props") or {}).get("_excluded")) == 38
+
+
+def test_auto_without_pressure_keeps_what_compaction_excluded() -> None:
+    records = [record for number in range(10) for record in exchange(number)]
+    for number, record in enumerate(records[:10]):
+        record["props"] = excluded("sliding_window", f"g{number}")
+    state = state_of(records, budget=1_000_000)
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert outcome.state["messages"] == records
+    assert outcome.followed_ids == ()
+
+
+def test_follow_compaction_deletes_excluded_groups_but_not_protected_or_partly_included_ones() -> None:
+    group = tool_group("half", results=1, size=100)
+    group[0]["props"] = excluded("tool_result_compaction", "gh")  # the call is excluded, its result is not
+    group[1]["props"] = included("gh")
+    records = [
+        text("sys", "system", "Rules.", props=excluded("truncation", "gs")),
+        text("old1", "user", "old one", props=excluded("sliding_window", "g1")),
+        text("old2", "assistant", "old two", props=excluded("sliding_window", "g2")),
+        *group,
+        text("kept", "user", "kept", props=included("g3")),
+        text("t9.in", "user", "newest", props=excluded("sliding_window", "g4")),
+        text("t9.0", "assistant", "newest answer"),
+    ]
+    state = state_of(records, mode="follow_compaction", budget=1_000_000)
+    annotations = copy.deepcopy(records)
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert outcome.followed_ids == ("old1", "old2")
+    assert survivors_ids(outcome.state) == ["sys", "half.call", "half.result0", "kept", "t9.in", "t9.0"]
+    assert outcome.state["messages"] == [record for record in annotations if record["id"] not in {"old1", "old2"}]
+    assert outcome.state["truncation"]["evictedMessages"] == 2
+
+
+def test_follow_compaction_then_evicts_under_pressure_like_auto() -> None:
+    records = [record for number in range(30) for record in exchange(number)]
+    for number, record in enumerate(records[:4]):
+        record["props"] = excluded("sliding_window", f"g{number}")
+    state = state_of(records, mode="follow_compaction")
+    with_budget(state, budget_for(state, 0.95))
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert outcome.followed_ids == ("t0.in", "t0.0", "t1.in", "t1.0")
+    assert outcome.evicted_ids and outcome.evicted_ids[0] == "t2.in"
+    assert outcome.state_bytes <= low_bytes(state)
+
+
+# -- keep_all ------------------------------------------------------------------------------------------------------
+
+
+def test_keep_all_refuses_a_turn_that_would_go_over_the_budget_and_names_the_way_out() -> None:
+    state = state_of([record for number in range(20) for record in exchange(number)], mode="keep_all")
+    size = state_bytes(state)
+    with_budget(state, size + 50)
+    incoming = text("t20.in", "user", "one more " + "z" * 60)
+
+    with pytest.raises(StateCapacityExceededError) as raised:
+        ensure_room_for_turn(state, incoming)
+
+    message = raised.value.message
+    assert raised.value.code == "state_capacity_exceeded" and raised.value.status == 507
+    assert f"stores {size} bytes" in message and f"budget of {size + 50} bytes" in message
+    assert "'auto'" in message and "'follow_compaction'" in message and "maxStateBytes" in message
+
+
+def test_keep_all_lets_a_turn_in_while_it_fits() -> None:
+    state = state_of([record for number in range(20) for record in exchange(number)], mode="keep_all")
+    with_budget(state, state_bytes(state) + 500)
+
+    ensure_room_for_turn(state, text("t20.in", "user", "short"))
+
+
+def test_other_modes_never_refuse_a_turn() -> None:
+    for mode in ("auto", "follow_compaction"):
+        state = state_of([record for number in range(20) for record in exchange(number)], mode=mode)
+        with_budget(state, 4096)
+        ensure_room_for_turn(state, text("t20.in", "user", "x" * 5000))
+
+
+def test_keep_all_never_evicts_and_leaves_reporting_to_the_next_turns_refusal() -> None:
+    records = [record for number in range(30) for record in exchange(number)]
+    state = state_of(records, mode="keep_all")
+    state["capacityError"] = {"code": "state_capacity_exceeded", "message": "an earlier refusal"}
+    with_budget(state, budget_for(state, 1.1))
+
+    outcome = enforce_retention(state, now_ms=LATER)
+
+    assert outcome.state["messages"] == records
+    assert outcome.state["truncation"] == {"evictedMessages": 0}
+    assert "capacityError" not in outcome.state  # this turn completed; the next one is checked before it runs
+    assert outcome.state_bytes > state["retention"]["maxStateBytes"]
+
+
+# -- settings ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("low", "high"), [(0.7, 0.85), (0.1, 1.0), (0.5, 0.51)])
+def test_valid_watermarks_pass(low: float, high: float) -> None:
+    validate_watermarks(low, high)
+
+
+@pytest.mark.parametrize(("low", "high"), [(0.85, 0.7), (0.0, 0.5), (0.5, 0.5), (0.5, 1.01), (-0.1, 0.5)])
+def test_invalid_watermarks_are_refused(low: float, high: float) -> None:
+    with pytest.raises(ValueError, match=r"0 < low < high <= 1"):
+        validate_watermarks(low, high)
+
+
+def test_a_valid_request_becomes_settings_with_default_watermarks() -> None:
+    settings = validated_retention({"mode": "follow_compaction", "maxStateBytes": 65536})
+
+    assert settings.model_dump(by_alias=True) == {
+        "mode": "follow_compaction",
+        "maxStateBytes": 65536,
+        "highWatermark": 0.85,
+        "lowWatermark": 0.70,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"mode": "forever", "maxStateBytes": 65536}, "'keep_all', 'auto', 'follow_compaction'"),
+        ({"maxStateBytes": 65536}, "'keep_all', 'auto', 'follow_compaction'"),
+        ({"mode": "auto", "maxStateBytes": 10}, "at least 4096"),
+        ({"mode": "auto", "maxStateBytes": "big"}, "at least 4096"),
+        ({"mode": "auto", "maxStateBytes": True}, "at least 4096"),
+        ({"mode": "auto", "maxStateBytes": 65536, "lowWatermark": 0.9}, "0 < low < high <= 1"),
+        ({"mode": "auto", "maxStateBytes": 65536, "highWatermark": "high"}, "between 0 and 1"),
+        ({"mode": "auto", "maxStateBytes": 65536, "keep": 3}, "Unknown retention field(s) keep"),
+        (["auto"], "JSON object"),
+    ],
+)
+def test_an_invalid_request_names_the_valid_values(body: Any, named: str) -> None:
+    with pytest.raises(InvalidRequestError) as raised:
+        validated_retention(body)
+
+    assert raised.value.code == "invalid_retention" and raised.value.status == 400
+    assert named in raised.value.message
+
+
+def test_new_settings_clear_a_capacity_error_the_state_no_longer_has() -> None:
+    state = state_of([record for number in range(20) for record in exchange(number)], mode="keep_all", budget=4096)
+    state["capacityError"] = {"code": "state_capacity_exceeded", "message": "over"}
+
+    roomy = apply_retention_settings(state, RetentionSettings(mode="keep_all", max_state_bytes=1_000_000), LATER)
+    still_tight = apply_retention_settings(state, RetentionSettings(mode="auto", max_state_bytes=4096), LATER)
+
+    assert "capacityError" not in roomy and roomy["retention"]["maxStateBytes"] == 1_000_000
+    assert still_tight["capacityError"]["message"] == "over" and still_tight["retention"]["mode"] == "auto"
+    assert state["retention"]["mode"] == "keep_all"  # the input is not modified

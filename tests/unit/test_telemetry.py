@@ -1,0 +1,71 @@
+"""Turn metrics through an in-memory OpenTelemetry reader: emitted, with bounded attributes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import FailingChatClient, ScriptedChatClient, build_app, driver_for, make_agent
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+import agent_host._telemetry as telemetry_module
+from agent_host import HostSettings
+
+
+@pytest.fixture
+def reader(monkeypatch) -> InMemoryMetricReader:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    monkeypatch.setattr(telemetry_module, "_telemetry", telemetry_module.TurnTelemetry(provider.get_meter("test")))
+    return reader
+
+
+def points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    for resource in reader.get_metrics_data().resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                found[metric.name] = list(metric.data.data_points)
+    return found
+
+
+def test_turn_outcomes_durations_and_state_size_are_recorded(reader) -> None:
+    ok = driver_for(build_app(make_agent(ScriptedChatClient())), "assistant")
+    ok.run_turn("t1", "hello")
+    failing = driver_for(build_app(make_agent(FailingChatClient())), "assistant", state=ok.state)
+    failing.run_turn("t2", "again")
+
+    found = points(reader)
+
+    turns = {tuple(sorted(p.attributes.items())): p.value for p in found["agent_host.turns"]}
+    assert turns == {
+        (("agent", "assistant"), ("outcome", "completed")): 1,
+        (("agent", "assistant"), ("error.code", "turn_failed"), ("outcome", "failed")): 1,
+    }
+    assert sum(p.count for p in found["agent_host.turn.duration"]) == 2
+    (size,) = found["agent_host.state.size"]
+    assert size.count == 2 and size.max == len(failing.state.encode())
+    for name, data_points in found.items():
+        for point in data_points:
+            assert set(point.attributes) <= {"agent", "outcome", "error.code", "mode"}, name
+
+
+def test_evictions_and_capacity_refusals_are_counted(reader) -> None:
+    settings = HostSettings(max_turn_records=3)  # turn records are not evictable; keep them few for a small budget
+    app = build_app(settings=settings)
+    app.add_agent(make_agent(ScriptedChatClient()), retention_mode="auto", max_state_bytes=2500)
+    auto = driver_for(app, "assistant", key="auto")
+    for number in range(12):
+        auto.run_turn(f"a{number}", f"message number {number} " + "x" * 60)
+    strict = build_app(settings=settings)
+    strict.add_agent(make_agent(ScriptedChatClient()), retention_mode="keep_all", max_state_bytes=2500)
+    keep = driver_for(strict, "assistant", key="keep")
+    records = [keep.run_turn(f"k{number}", f"message number {number} " + "x" * 60) for number in range(12)]
+
+    found = points(reader)
+
+    evicted = sum(p.value for p in found["agent_host.retention.evicted_messages"])
+    assert evicted == auto.decoded()["truncation"]["evictedMessages"] > 0
+    refusals = sum(p.value for p in found["agent_host.retention.capacity_refusals"])
+    assert refusals == sum(r["status"] == "failed" for r in records) > 0
