@@ -1,0 +1,64 @@
+"""Contract: the real Python worker's indexing accepts the template app and sends the bindings we test elsewhere.
+
+The worker's indexing code is published on PyPI as `azure-functions-runtime`, for Python 3.13 and later only
+(earlier workers ship inside the Functions host). On older interpreters this module is skipped; CI runs it on
+3.13 when that interpreter is present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from worker_metadata import template_app
+
+pytest.importorskip(
+    "azure_functions_runtime", reason="the worker's indexing package (azure-functions-runtime) needs Python 3.13+"
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER_SCRIPT = Path(__file__).with_name("worker_indexing.py")
+
+
+def index_with_worker(app_dir: Path) -> list[dict]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
+    env.pop("PYTHONPATH", None)
+    completed = subprocess.run(
+        [sys.executable, str(WORKER_SCRIPT), str(app_dir)],
+        cwd=app_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_the_worker_indexes_every_function_with_the_bindings_the_app_declares() -> None:
+    expected = template_app()
+
+    report = index_with_worker(ROOT)
+
+    assert {entry["name"]: tuple(entry["rawBindings"]) for entry in report} == {
+        f.name: f.bindings for f in expected.functions
+    }
+
+
+def test_the_worker_binds_request_client_and_entity_context_as_intended() -> None:
+    report = {entry["name"]: entry for entry in index_with_worker(ROOT)}
+
+    health = report.pop("api_health")
+    entity = report.pop("conversation_assistant")
+
+    assert (health["isHttp"], health["inputs"]) == (True, {"req": "httpTrigger"})
+    assert (entity["isHttp"], entity["inputs"]) == (False, {"context": "entityTrigger"})
+    # The durable client arrives as the binding's JSON string; DFApp turns it into a client object.
+    assert {name: (e["isHttp"], e["inputs"]) for name, e in report.items()} == {
+        name: (True, {"req": "httpTrigger", "client": "generic"}) for name in report
+    }
