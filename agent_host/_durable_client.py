@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import azure.durable_functions as df
 
@@ -18,6 +19,8 @@ from ._state import decode_state
 FIRST_POLL_SECONDS = 0.005
 POLL_GROWTH = 1.5
 MAX_POLL_SECONDS = 0.25
+
+T = TypeVar("T")
 
 
 class ConversationClient:
@@ -60,41 +63,43 @@ class ConversationClient:
 
     async def wait_for_turn(self, conversation_id: str, turn_id: str, timeout: float) -> dict[str, Any] | None:
         """Poll until the turn has a record or `timeout` passes; returns the state holding the record, or None."""
-        deadline = time.monotonic() + timeout
-        interval = FIRST_POLL_SECONDS
-        while True:
+
+        async def recorded() -> dict[str, Any] | None:
             state = await self.read(conversation_id)
-            if state is not None and turn_id in state.get("turns", {}):
-                return state
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            await asyncio.sleep(min(interval, remaining))
-            interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)
+            return state if state is not None and turn_id in state.get("turns", {}) else None
+
+        return await _poll(recorded, timeout)
 
     async def wait_until_gone(self, conversation_id: str, timeout: float) -> bool:
         """Poll until the entity no longer exists; True when it is gone within `timeout`."""
-        deadline = time.monotonic() + timeout
-        interval = FIRST_POLL_SECONDS
-        while await self.exists(conversation_id):
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(interval)
-            interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)
-        return True
+
+        async def gone() -> bool | None:
+            return None if await self.exists(conversation_id) else True
+
+        return bool(await _poll(gone, timeout))
 
     async def wait_for_retention(
         self, conversation_id: str, retention: dict[str, Any], timeout: float
     ) -> dict[str, Any] | None:
         """Poll until the conversation's stored retention settings equal `retention`; returns that state, or None."""
-        deadline = time.monotonic() + timeout
-        interval = FIRST_POLL_SECONDS
-        while True:
+
+        async def applied() -> dict[str, Any] | None:
             state = await self.read(conversation_id)
-            if state is not None and state.get("retention") == retention:
-                return state
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            await asyncio.sleep(min(interval, remaining))
-            interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)
+            return state if state is not None and state.get("retention") == retention else None
+
+        return await _poll(applied, timeout)
+
+
+async def _poll(probe: Callable[[], Awaitable[T | None]], timeout: float) -> T | None:
+    """Call `probe` with a short interval that grows until it returns a value or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    interval = FIRST_POLL_SECONDS
+    while True:
+        found = await probe()
+        if found is not None:
+            return found
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        await asyncio.sleep(min(interval, remaining))
+        interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)
