@@ -225,7 +225,7 @@ class ConversationEntity:
             if original.get("requestHash") == request.get("requestHash"):
                 record = alias_record(original_id, now)
             else:
-                record = failed_record(_key_reused(key, original_id).to_record(), now)
+                record = failed_record(IdempotencyConflictError(key, original_id).to_record(), now)
         else:
             try:
                 response, new = self._run_agent(new, conversation_id, turn_id, request)
@@ -341,13 +341,6 @@ def write_raw_state(context: df.DurableEntityContext, text: str) -> None:
     context.set_state(text)
     if hasattr(context, "_state_is_raw"):
         context._state_is_raw = True
-
-
-def _key_reused(key: str, original_turn_id: str) -> IdempotencyConflictError:
-    return IdempotencyConflictError(
-        f"Idempotency-Key {key!r} was already used for turn '{original_turn_id}' with a different request. "
-        "Use a new key for a new request."
-    )
 
 
 def _now_ms() -> int:

@@ -94,6 +94,12 @@ class IdempotencyConflictError(AgentHostError):
     code = "idempotency_key_reused"
     status = 409
 
+    def __init__(self, key: str, original_turn_id: str) -> None:
+        super().__init__(
+            f"Idempotency-Key {key!r} was already used for turn '{original_turn_id}' with a different request. "
+            "Use a new key for a new request."
+        )
+
 
 class TurnExpiredError(AgentHostError):
     """The turn completed, but its result is older than the delivery records keep."""

@@ -125,10 +125,7 @@ class Routes:
                 # A client retry: the same turn and answer, without running the model again.
                 turn_id, record = earlier
                 if record.get("requestHash") != digest:
-                    raise IdempotencyConflictError(
-                        f"Idempotency-Key {key!r} was already used for turn '{turn_id}' with a different request. "
-                        "Use a new key for a new request."
-                    )
+                    raise IdempotencyConflictError(key, turn_id)
                 return _turn_response(conversation_id, turn_id, record, f"{turns_url}/{turn_id}")
             payload.update(idempotencyKey=key, requestHash=digest)
         turn_id = new_turn_id()
