@@ -14,7 +14,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from ._contract import AgentRoute, refuse_unpaired_surrogates, validate_conversation_id
+from ._contract import AgentRoute, refuse_unpaired_surrogates, turn_text, validate_conversation_id
 from ._delivery import new_turn_id, resolve_alias
 from ._durable_client import ConversationClient
 from ._entity import RUN_OPERATION
@@ -132,7 +132,7 @@ async def run_compat(
         error = (record or {}).get("error") or {"code": "turn_expired", "message": "The result is no longer kept."}
         failed = {"response": None, **base, "status": "failed", "error": error}
         return _answer(request, status_for_code(error["code"]), failed, turn_url)
-    answer = {**base, "response": record.get("text") or "", "status": "success"}
+    answer = {**base, "response": turn_text(record), "status": "success"}
     answer["message_count"] = len(state.get("messages", []))
     return _answer(request, 200, answer, turn_url)
 

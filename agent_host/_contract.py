@@ -113,14 +113,29 @@ def iso_time(epoch_ms: int | None) -> str | None:
     return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def message_text(record: dict[str, Any]) -> str:
+    """A stored message's text, joined as core's `Message.text` joins its text contents."""
+    if "contents" not in record:
+        return record.get("text", "")
+    return " ".join(content.get("text", "") for content in record["contents"] if content.get("type") == "text")
+
+
+def turn_text(record: dict[str, Any]) -> str:
+    """A completed turn's answer, derived from its messages exactly as core's `AgentResponse.text` joins them.
+
+    Turn records store the messages only, so the answer's text is not stored twice.
+    """
+    if "text" in record:  # written by earlier builds of this schema version
+        return record["text"] or ""
+    return "".join(message_text(message) for message in record.get("messages", []))
+
+
 def render_message(record: dict[str, Any]) -> dict[str, Any]:
     """A stored message as the API shows it, with compaction's annotations made readable."""
     contents = record.get("contents")
     if contents is None:
         contents = [{"type": "text", "text": record.get("text", "")}]
-        text = record.get("text", "")
-    else:
-        text = "".join(content.get("text", "") for content in contents if content.get("type") == "text")
+    text = message_text(record)
     props: dict[str, Any] = record.get("props") or {}
     body: dict[str, Any] = {
         "messageId": record["id"],
@@ -152,7 +167,7 @@ def render_turn(conversation_id: str, turn_id: str, record: dict[str, Any]) -> d
     """A turn record as the body of a turn response."""
     body: dict[str, Any] = {"conversationId": conversation_id, "turnId": turn_id, "status": record["status"]}
     if record["status"] == "completed":
-        body["text"] = record.get("text") or ""
+        body["text"] = turn_text(record)
         body["messages"] = [render_message(message) for message in record.get("messages", [])]
         body["usage"] = record.get("usage") or {}
         body["approvalRequests"] = record.get("approvalRequests", [])

@@ -45,10 +45,9 @@ def request_hash(payload: dict[str, Any]) -> str:
 
 
 def completed_record(response: AgentResponse, now_ms: int) -> dict[str, Any]:
-    """The delivery record of a completed turn: the answer's text, messages and usage."""
+    """The delivery record of a completed turn: the answer's messages (its text derives from them) and usage."""
     record: dict[str, Any] = {
         "status": "completed",
-        "text": response.text,
         "messages": [message_to_record(message, now_ms) for message in response.messages],
         "at": now_ms,
     }

@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_host._contract import turn_text
+
 
 def entity_batch(name: str, key: str, state: str | None, operations: Sequence[tuple[str, Any]]) -> str:
     """The JSON the Durable Functions host sends an entity function.
@@ -46,10 +48,11 @@ class EntityDriver:
         return results
 
     def run_turn(self, turn_id: str, message: str) -> dict[str, Any]:
-        """Run one turn and return its delivery record from the committed state."""
+        """Run one turn and return its delivery record from the committed state, with the answer's text."""
         (result,) = self.send(("run", {"turnId": turn_id, "message": message}))
         assert not result["isError"], result
-        return self.decoded()["turns"][turn_id]
+        record = self.decoded()["turns"][turn_id]
+        return {**record, "text": turn_text(record)} if record["status"] == "completed" else record
 
     def decoded(self) -> dict[str, Any]:
         assert self.state is not None

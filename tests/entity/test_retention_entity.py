@@ -12,6 +12,7 @@ from batches import EntityDriver
 from conftest import build_app, driver_for, make_agent
 
 from agent_host import HostSettings, OfflineChatClient
+from agent_host._contract import turn_text
 from agent_host._errors import status_for_code
 from agent_host._state import RetentionSettings
 
@@ -131,7 +132,7 @@ def test_callers_still_read_their_answers_after_the_transcript_lost_them() -> No
     transcript_ids = {message["id"] for message in state["messages"]}
 
     number = int(evicting_turn[1:])
-    assert state["turns"][evicting_turn]["text"] == answers[evicting_turn][1]
+    assert turn_text(state["turns"][evicting_turn]) == answers[evicting_turn][1]
     assert answers[evicting_turn][1].startswith(f'[offline model] You said: "My fact{number} is value{number},')
     readable_but_evicted = [
         turn_id for turn_id, record in state["turns"].items() if record["messages"][0]["id"] not in transcript_ids
@@ -139,7 +140,7 @@ def test_callers_still_read_their_answers_after_the_transcript_lost_them() -> No
     assert readable_but_evicted
     for turn_id in readable_but_evicted:
         assert state["turns"][turn_id]["status"] == "completed"
-        assert state["turns"][turn_id]["text"] == answers[turn_id][1]
+        assert turn_text(state["turns"][turn_id]) == answers[turn_id][1]
 
 
 def test_recent_facts_are_recalled_after_older_ones_were_evicted() -> None:

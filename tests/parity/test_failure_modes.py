@@ -23,6 +23,7 @@ from conftest import build_app, driver_for
 from parity_fakes import TOOL_RESULTS_PREFIX, CallLog, RecordingChatClient, get_time, get_weather
 
 from agent_host import HostSettings
+from agent_host._contract import turn_text
 from agent_host._history import message_to_record, reconcile_by_message_id, record_to_message
 from agent_host._state import RetentionSettings
 from agent_host._state_cache import CONVERSATION_CACHE
@@ -308,6 +309,6 @@ def test_failure_5_turn_results_stay_as_delivered_when_later_compaction_summariz
     state, records = converse(build, ["My name is Ada.", "I live in Lyon.", "I like tea.", "What is my name?"])
 
     assert any("_summary_of_message_ids" in group(r) for r in state["messages"])
-    assert state["turns"]["t0"]["text"] == records[0]["text"] == "Re: My name is Ada. (I saw 1 messages)"
+    assert turn_text(state["turns"]["t0"]) == records[0]["text"] == "Re: My name is Ada. (I saw 1 messages)"
     assert all("Summary:" not in (turn.get("text") or "") for turn in state["turns"].values())
     assert all("_summary_of_message_ids" not in group(m) for turn in state["turns"].values() for m in turn["messages"])

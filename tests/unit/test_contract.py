@@ -1,0 +1,25 @@
+"""The wire rendering of stored records: a turn's text is derived exactly as core derives it."""
+
+from __future__ import annotations
+
+from agent_framework import AgentResponse, Content, Message
+
+from agent_host._contract import render_turn, turn_text
+from agent_host._delivery import completed_record
+
+
+def test_turn_text_matches_core_response_text_for_a_multi_message_answer() -> None:
+    response = AgentResponse(
+        messages=[
+            Message("assistant", [Content.from_function_call("c1", "get_weather", arguments="{}")]),
+            Message("tool", [Content.from_function_result("c1", result="sunny")]),
+            Message("assistant", ["It is", Content.from_text("sunny today.")]),
+            Message("assistant", ["  Anything else?  "]),
+        ]
+    )
+
+    record = completed_record(response, 1)
+
+    assert "text" not in record  # stored once, as messages
+    assert turn_text(record) == response.text == "It is sunny today.  Anything else?  "
+    assert render_turn("c1", "t1", record)["text"] == response.text
