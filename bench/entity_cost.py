@@ -1,0 +1,224 @@
+"""Our host's per-turn cost: grow a conversation through the entity function, then time one more turn.
+
+Everything goes through the entity function with the host's JSON batch format, as the Functions host calls it.
+A turn is timed cold (the process has never seen the state string: caches cleared) and warm (the state string is
+the one this process wrote last, the usual case for a worker that keeps a conversation), beside the JSON floor of
+the same state string and core's own `agent.run` over the same messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agent_framework import Agent, InMemoryHistoryProvider
+
+from agent_host import AgentFunctionApp, HostSettings
+from agent_host._event_loop import AgentEventLoop
+from agent_host._history import record_to_message
+from agent_host._state import RetentionSettings, encode_state
+from agent_host._state_cache import CONVERSATION_CACHE
+
+from .workload import (
+    AGENT_INSTRUCTIONS,
+    AGENT_NAME,
+    ZeroLatencyChatClient,
+    cpu_ms,
+    entity_batch,
+    interleaved_medians,
+    user_message,
+)
+
+ENTITY_NAME = f"conversation_{AGENT_NAME}"
+KEY = "bench-conversation"
+_CORE_LOOP = AgentEventLoop()
+# Large enough that retention never deletes while section 1 grows its conversation.
+UNBOUNDED_BYTES = 256 * 1024 * 1024
+
+
+def turn_id(turn: int) -> str:
+    """A turn id shaped like `new_turn_id()` (11 hex digits of milliseconds, 8 more), deterministic per turn."""
+    return f"{0x19000000000 + turn:011x}{turn:08x}"
+
+
+@dataclass
+class Snapshot:
+    """A conversation after `turns` turns: its state string and the one before its last turn."""
+
+    turns: int
+    state: str
+    previous: str | None
+
+    @property
+    def messages(self) -> int:
+        return len(json.loads(self.state)["messages"])
+
+    @property
+    def state_bytes(self) -> int:
+        return len(self.state.encode("utf-8"))
+
+    @property
+    def transcript_bytes(self) -> int:
+        """The stored bytes of the messages array alone (what grows with the conversation)."""
+        return len(encode_state(json.loads(self.state)["messages"]).encode("utf-8"))
+
+
+@dataclass
+class TurnCost:
+    """The median CPU cost of one more turn from a snapshot, and what it is compared with."""
+
+    turns: int
+    messages: int
+    state_bytes: int
+    transcript_bytes: int
+    floor_ms: float
+    cold_ms: float
+    warm_ms: float
+    core_ms: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class EntityBench:
+    """Our app with the zero-latency agent, its entity function, and one conversation grown turn by turn.
+
+    Args:
+        settings: The host settings (retention defaults, turn records) the conversation is created with.
+    """
+
+    def __init__(self, settings: HostSettings) -> None:
+        self.client = ZeroLatencyChatClient()
+        self.agent = Agent(self.client, AGENT_INSTRUCTIONS, name=AGENT_NAME)
+        app = AgentFunctionApp(agents=[self.agent], settings=settings)
+        self.function: Callable[[str], str] = next(
+            f for f in app.get_functions() if f.get_function_name() == ENTITY_NAME
+        ).get_user_function()
+        self.state: str | None = None
+        self.turns = 0
+        self.grow_ms: list[float] = []
+
+    def run(self, state: str | None, turn: int) -> str:
+        """Run turn `turn` on `state` through the entity function; the new state string."""
+        return checked(self.function(self._batch(state, turn)))
+
+    def grow_to(self, turns: int) -> Snapshot:
+        """Run turns until the conversation has had `turns`; the CPU time of each is kept in `grow_ms`."""
+        previous = self.state
+        while self.turns < turns:
+            previous = self.state
+            self.turns += 1
+            batch = self._batch(self.state, self.turns)
+            outputs: list[str] = []
+            # No collection before each growth turn: their mean then includes the collector's work, as in a worker.
+            self.grow_ms.append(
+                cpu_ms(lambda batch=batch, outputs=outputs: outputs.append(self.function(batch)), collect=False)
+            )
+            self.state = checked(outputs[0])
+        assert self.state is not None
+        return Snapshot(self.turns, self.state, previous)
+
+    def grow_to_messages(self, messages: int) -> Snapshot:
+        """Run turns until the conversation stores at least `messages` messages (two per turn)."""
+        snapshot = self.grow_to(max(1, (messages + 1) // 2))
+        while snapshot.messages < messages:
+            snapshot = self.grow_to(self.turns + 1)
+        return snapshot
+
+    def time_next_turn(self, snapshot: Snapshot, repeats: int, *, with_core: bool = True) -> TurnCost:
+        """Time turn `snapshot.turns + 1` cold and warm, beside the floor and core's own run, interleaved."""
+        next_turn = snapshot.turns + 1
+        cold_batch = self._batch(snapshot.state, next_turn)
+        warm: dict[str, str] = {}
+
+        def prepare_cold() -> None:
+            CONVERSATION_CACHE.clear()
+
+        def prepare_warm() -> None:
+            # Replay the snapshot's last turn in this process, so the state handed in is the string it wrote.
+            CONVERSATION_CACHE.clear()
+            written = self.run(snapshot.previous, snapshot.turns)
+            warm["batch"] = self._batch(written, next_turn)
+
+        outputs: list[str] = []  # checked after timing, so the check is not timed
+        cases: dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]] = {
+            "floor": (lambda: json.dumps(json.loads(snapshot.state)), None),
+            "cold": (lambda: outputs.append(self.function(cold_batch)), prepare_cold),
+            "warm": (lambda: outputs.append(self.function(warm["batch"])), prepare_warm),
+        }
+        if with_core:
+            cases["core"] = _core_run(snapshot.state, next_turn)
+        medians = interleaved_medians(cases, repeats)
+        CONVERSATION_CACHE.clear()
+        for output in outputs:
+            checked(output)
+        return TurnCost(
+            turns=snapshot.turns,
+            messages=snapshot.messages,
+            state_bytes=snapshot.state_bytes,
+            transcript_bytes=snapshot.transcript_bytes,
+            floor_ms=medians["floor"],
+            cold_ms=medians["cold"],
+            warm_ms=medians["warm"],
+            core_ms=medians.get("core"),
+        )
+
+    def _batch(self, state: str | None, turn: int) -> str:
+        request = {"turnId": turn_id(turn), "message": user_message(turn)}
+        return entity_batch(ENTITY_NAME, KEY, state, [("run", request)])
+
+
+def _core_run(state: str, turn: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """Core's in-memory `agent.run` over the snapshot's messages with no host: the reference for our overhead.
+
+    It runs on an event loop in a thread of its own, as any Functions host must run an agent (entity functions are
+    synchronous; the published host does the same): on the calling thread the same run costs about a quarter less.
+    """
+    agent = Agent(
+        ZeroLatencyChatClient(), AGENT_INSTRUCTIONS, name=AGENT_NAME, context_providers=[InMemoryHistoryProvider()]
+    )
+    records = json.loads(state)["messages"]
+    session_box: dict[str, Any] = {}
+
+    def prepare() -> None:
+        session = agent.create_session(session_id="core-reference")
+        session.state[InMemoryHistoryProvider.DEFAULT_SOURCE_ID] = {
+            "messages": [record_to_message(record) for record in records]
+        }
+        session_box["session"] = session
+
+    def action() -> None:
+        _CORE_LOOP.run(agent.run(user_message(turn), session=session_box["session"]))
+
+    return action, prepare
+
+
+def checked(output: str) -> str:
+    """The new state of one batch; fail loudly when an operation failed, so a failure is never timed as a turn."""
+    decoded = json.loads(output)
+    for result in decoded["results"]:
+        payload = json.loads(result["result"]) if isinstance(result["result"], str) else result["result"]
+        if result["isError"] or not isinstance(payload, dict) or payload.get("status") != "completed":
+            raise RuntimeError(f"The entity did not complete the turn: {payload}")
+    state = decoded["entityState"]
+    if not isinstance(state, str):
+        raise RuntimeError("The entity returned no state.")
+    return state
+
+
+def unbounded_settings() -> HostSettings:
+    """Settings under which the conversation keeps every message (retention `auto`, a budget never reached)."""
+    return HostSettings(retention=RetentionSettings(mode="auto", max_state_bytes=UNBOUNDED_BYTES))
+
+
+def measure_turn_costs(sizes: list[int], repeats: int) -> list[TurnCost]:
+    """Section 1: one conversation grown to each size (stored messages), one more turn timed from each."""
+    bench = EntityBench(unbounded_settings())
+    costs: list[TurnCost] = []
+    for size in sorted(sizes):
+        snapshot = bench.grow_to_messages(size)
+        costs.append(bench.time_next_turn(snapshot, repeats))
+    return costs
