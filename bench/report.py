@@ -311,8 +311,9 @@ def analysis(results: dict[str, Any]) -> str:
         lines.append(
             f"- Stored bytes: the transcript takes {sizes['transcript_ratio']:.2f}x the published host's bytes per "
             f"message; the whole state {sizes['state_ratio']:.2f}x at {sizes['at_messages']:,} messages, because "
-            "it also keeps up to 100 turn records for callers, each repeating its answer (as `text` and as "
-            "messages). That bounded overhead dominates short conversations."
+            "it also keeps up to 100 turn records for callers, each holding a copy of its answer's messages so a "
+            "caller can read it whatever retention does to the transcript. That bounded overhead dominates short "
+            "conversations."
         )
     return "\n".join(lines)
 
