@@ -84,7 +84,9 @@ class ZeroLatencyChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[An
 def entity_batch(name: str, key: str, state: str | None, operations: Sequence[tuple[str, Any]]) -> str:
     """The JSON the Durable Functions host hands an entity function for one batch of signalled operations.
 
-    Each input is JSON-encoded twice, as the extension forwards the signal's JSON body as a string.
+    Each input is JSON-encoded twice, as the extension forwards the signal's JSON body as a string. This mirrors
+    `agent_host._local_host.scheduler.entity_batch_json` because the published host's driver runs this module in
+    a virtual environment without `agent_host`.
     """
     return json.dumps(
         {

@@ -8,25 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_host._contract import turn_text
+from agent_host._local_host.scheduler import entity_batch_json, signal_body
 
 
 def entity_batch(name: str, key: str, state: str | None, operations: Sequence[tuple[str, Any]]) -> str:
-    """The JSON the Durable Functions host sends an entity function.
-
-    Each operation's input is JSON-encoded twice, as the extension does: the signal body is already a JSON
-    string (the client posts `json.dumps(input)`) and the host forwards that text as a string.
-    """
-    return json.dumps(
-        {
-            "self": {"name": name, "key": key},
-            "exists": state is not None,
-            "state": state,
-            "batch": [
-                {"name": operation, "signal": True, "input": json.dumps(json.dumps(payload))}
-                for operation, payload in operations
-            ],
-        }
-    )
+    """The JSON the Durable Functions host sends an entity function, each input encoded twice as the host does."""
+    return entity_batch_json(name, key, state, [(operation, signal_body(payload)) for operation, payload in operations])
 
 
 @dataclass

@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -224,15 +224,14 @@ class EntityScheduler:
             Exception: Whatever the entity function raised, or ValueError for a malformed response.
         """
         state = self.store.read_state(name, key)
-        operations: list[dict[str, Any]] = []
+        batch: list[tuple[str, str | None]] = []
         for signal in signals:
-            operation = {"name": signal.operation, "signal": True, "input": signal.input}
-            operations.append(operation)
+            batch.append((signal.operation, signal.input))
             if self.deliver_twice is not None and self.deliver_twice(name, key, signal):
-                operations.append(dict(operation))
-        request = {"self": {"name": name, "key": key}, "exists": state is not None, "state": state, "batch": operations}
+                batch.append((signal.operation, signal.input))
+        operations = [{"name": operation, "signal": True, "input": text} for operation, text in batch]
 
-        raw = self._functions[name](json.dumps(request))
+        raw = self._functions[name](entity_batch_json(name, key, state, batch))
         if asyncio.iscoroutine(raw):
             raw = asyncio.run(raw)
         exists, new_state = _parse_response(raw, operations, name, key)
@@ -291,3 +290,31 @@ def _parse_response(raw: Any, operations: list[dict[str, Any]], name: str, key: 
         logger.warning("entity @%s@%s sent signals to other entities; the local host does not deliver them", name, key)
     exists = bool(response.get("entityExists"))
     return exists, (state if state is not None else "null") if exists else None
+
+
+def signal_body(payload: Any) -> str:
+    """The body text `DurableOrchestrationClient.signal_entity` posts for `payload`: JSON of its JSON.
+
+    The client encodes the input once and aiohttp encodes that string again; the host forwards the body as the
+    operation's input, which is why entity inputs arrive JSON-encoded twice.
+    """
+    return json.dumps(json.dumps(payload))
+
+
+def entity_batch_json(name: str, key: str, state: str | None, batch: Sequence[tuple[str, str | None]]) -> str:
+    """The JSON the Functions host hands an entity function: its identity, stored state and signalled operations.
+
+    Args:
+        name: The entity name (lower-case, as the host keeps it).
+        key: The entity key.
+        state: The stored state string, or None when the entity does not exist.
+        batch: (operation name, signal body text) pairs in delivery order.
+    """
+    return json.dumps(
+        {
+            "self": {"name": name, "key": key},
+            "exists": state is not None,
+            "state": state,
+            "batch": [{"name": operation, "signal": True, "input": text} for operation, text in batch],
+        }
+    )
