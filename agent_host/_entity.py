@@ -173,7 +173,8 @@ class ConversationEntity:
             context.set_result({"turnId": turn_id, "status": state["turns"][turn_id]["status"], "duplicate": True})
             return
         started = time.perf_counter()
-        committed = self.run_turn(state, context.entity_key, turn_id, request)
+        stored_bytes = len(raw.encode("utf-8")) if raw is not None else None
+        committed = self.run_turn(state, context.entity_key, turn_id, request, stored_bytes=stored_bytes)
         committed, text = retain_after_turn(
             committed,
             committed["turns"][turn_id],
@@ -212,9 +213,18 @@ class ConversationEntity:
         )
 
     def run_turn(
-        self, state: dict[str, Any], conversation_id: str, turn_id: str, request: dict[str, Any]
+        self,
+        state: dict[str, Any],
+        conversation_id: str,
+        turn_id: str,
+        request: dict[str, Any],
+        *,
+        stored_bytes: int | None = None,
     ) -> dict[str, Any]:
-        """Run one turn against a copy of `state` and return the new state (with its turn record)."""
+        """Run one turn against a copy of `state` and return the new state (with its turn record).
+
+        `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it.
+        """
         now = _now_ms()
         key = request.get("idempotencyKey")
         earlier = find_keyed_turn(state, key) if key else None
@@ -228,7 +238,7 @@ class ConversationEntity:
                 record = failed_record(IdempotencyConflictError(key, original_id).to_record(), now)
         else:
             try:
-                response, new = self._run_agent(new, conversation_id, turn_id, request)
+                response, new = self._run_agent(new, conversation_id, turn_id, request, stored_bytes)
             except AgentHostError as exc:
                 record = failed_record(exc.to_record(), _now_ms())
                 new = copy.copy(state)
@@ -265,7 +275,12 @@ class ConversationEntity:
         return new
 
     def _run_agent(
-        self, state: dict[str, Any], conversation_id: str, turn_id: str, request: dict[str, Any]
+        self,
+        state: dict[str, Any],
+        conversation_id: str,
+        turn_id: str,
+        request: dict[str, Any],
+        stored_bytes: int | None,
     ) -> tuple[AgentResponse, dict[str, Any]]:
         agent = self._agent_copy()
         session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get("session"))
@@ -280,7 +295,7 @@ class ConversationEntity:
         if request.get("message"):
             contents.append(request["message"])
         message = Message("user", contents, message_id=f"{turn_id}.in")
-        ensure_room_for_turn(state, message_to_record(message, _now_ms()))
+        ensure_room_for_turn(state, message_to_record(message, _now_ms()), stored_bytes)
         response = AGENT_LOOP.run(agent.run(message, session=session), timeout=self.run_timeout_seconds)
         state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
         if not state[PENDING_APPROVALS_KEY]:

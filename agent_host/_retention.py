@@ -177,11 +177,12 @@ def retention_of(state: Mapping[str, Any]) -> RetentionSettings:
     return RetentionSettings.model_validate(state.get(RETENTION_KEY) or {})
 
 
-def ensure_room_for_turn(state: dict[str, Any], incoming: dict[str, Any]) -> None:
+def ensure_room_for_turn(state: dict[str, Any], incoming: dict[str, Any], stored_bytes: int | None = None) -> None:
     """Refuse a `keep_all` turn before the model runs when the state would go over its budget.
 
-    `incoming` is the stored record of the turn's input message. The answer's size cannot be known before the
-    model runs, so a turn may still end over the budget; the next one is then refused.
+    `incoming` is the stored record of the turn's input message; `stored_bytes` the size of the state as stored,
+    when the caller already has it (it saves encoding the whole state again). The answer's size cannot be known
+    before the model runs, so a turn may still end over the budget; the next one is then refused.
 
     Raises:
         StateCapacityExceededError: the mode is `keep_all` and the state with the input is over the budget.
@@ -189,7 +190,7 @@ def ensure_room_for_turn(state: dict[str, Any], incoming: dict[str, Any]) -> Non
     settings = retention_of(state)
     if settings.mode != KEEP_ALL:
         return
-    size = state_bytes(state)
+    size = stored_bytes if stored_bytes is not None else state_bytes(state)
     projected = size + _utf8_len(encode_state(incoming)) + 1
     if projected <= settings.max_state_bytes:
         return
