@@ -149,7 +149,7 @@ class Routes:
         location = req.url.split("?", 1)[0]
         reported_id, record = resolve_alias(state, turn_id)
         if record is not None:
-            return _turn_response(conversation_id, reported_id, record, location)
+            return _turn_response(conversation_id, reported_id, record, location, failure_as_error=False)
         if reported_id != turn_id or turn_id in state.get(EXPIRED_TURNS_KEY, ()):
             raise _expired(conversation_id, turn_id)
         if self._may_be_pending(issued_at(turn_id), state.get("turns", {})):
@@ -368,9 +368,14 @@ def _conversation_body(agent: AgentRoute, conversation_id: str, state: dict[str,
     } | ({"capacityError": state["capacityError"]} if state.get("capacityError") else {})
 
 
-def _turn_response(conversation_id: str, turn_id: str, record: dict[str, Any], location: str) -> func.HttpResponse:
+def _turn_response(
+    conversation_id: str, turn_id: str, record: dict[str, Any], location: str, *, failure_as_error: bool = True
+) -> func.HttpResponse:
+    """A finished turn. A failed turn answers its error's status to the request that ran it, but the turn
+    resource itself reads back with 200: the read succeeded, and `status` says the turn failed."""
     body = render_turn(conversation_id, turn_id, record)
-    status = 200 if record["status"] == "completed" else status_for_code(record["error"]["code"])
+    failed = record["status"] != "completed"
+    status = status_for_code(record["error"]["code"]) if failed and failure_as_error else 200
     return _json(status, body, headers={"Location": location})
 
 

@@ -169,3 +169,18 @@ def test_scripted_model_sees_the_whole_history_over_http(tmp_path: Path) -> None
         running.stop()
 
     assert [m.text for m in client.calls[-1]] == ["a", "reply 1: a", "b", "reply 2: b", "c"]
+
+
+def test_a_failed_turn_reads_back_as_a_failed_body_with_200(tmp_path: Path) -> None:
+    running = RunningHost(lambda: build_app(make_agent(FailingChatClient())), tmp_path)
+    try:
+        started = running.request("POST", f"{BASE}/c1/turns", {"message": "hi", "wait": False})
+        running.wait_idle()
+        polled = running.request("GET", urlsplit(started.headers["location"]).path)
+    finally:
+        running.stop()
+
+    assert started.status == 202
+    assert polled.status == 200
+    assert polled.json()["status"] == "failed"
+    assert polled.json()["error"]["code"] == "turn_failed"
