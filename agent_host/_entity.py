@@ -45,7 +45,7 @@ from ._history import (
 )
 from ._retention import apply_retention_settings, ensure_room_for_turn, retain_after_turn, validated_retention
 from ._sessions import restore_session, session_id_for, snapshot_session
-from ._state import RetentionSettings, decode_state, encode_state, new_state
+from ._state import RetentionSettings, encode_state, new_state
 from ._state_cache import CONVERSATION_CACHE
 from ._telemetry import telemetry
 
@@ -163,11 +163,7 @@ class ConversationEntity:
             raise InvalidRequestError("The 'run' operation needs an input object with 'turnId' and 'message'.")
         turn_id: str = request["turnId"]
         raw = read_raw_state(context)
-        state = (
-            CONVERSATION_CACHE.decode(self.agent_name, context.entity_key, raw)
-            if raw is not None
-            else new_state(self.agent_name, context.entity_key, self.retention, _now_ms())
-        )
+        state = self._load_state(context, raw)
         if turn_id in state.get("turns", {}):
             # Signals arrive at least once: a known turn id returns its recorded result (failure 9).
             context.set_result({"turnId": turn_id, "status": state["turns"][turn_id]["status"], "duplicate": True})
@@ -239,23 +235,9 @@ class ConversationEntity:
         else:
             try:
                 response, new = self._run_agent(new, conversation_id, turn_id, request, stored_bytes)
-            except AgentHostError as exc:
-                record = failed_record(exc.to_record(), _now_ms())
-                new = copy.copy(state)
-            except RunTimeoutError as exc:
-                logger.warning("Turn %s of %s/%s was cancelled: %s", turn_id, self.agent_name, conversation_id, exc)
-                error = TurnFailedError(
-                    f"The agent run took longer than {exc.timeout:g} s (AGENT_HOST_RUN_TIMEOUT_SECONDS) and was "
-                    "cancelled. The conversation's earlier history is unchanged; send the next turn to continue."
-                )
-                record = failed_record(error.to_record(), _now_ms())
-                new = copy.copy(state)
             except Exception as exc:
-                logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id)
-                error = TurnFailedError(
-                    f"The agent run failed ({type(exc).__name__}). The conversation's earlier history is unchanged; "
-                    "send the next turn to continue."
-                )
+                # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
+                error = self._turn_error(exc, conversation_id, turn_id)
                 record = failed_record(error.to_record(), _now_ms())
                 new = copy.copy(state)
             else:
@@ -273,6 +255,22 @@ class ConversationEntity:
         )
         new["updatedAt"] = now
         return new
+
+    def _turn_error(self, exc: Exception, conversation_id: str, turn_id: str) -> AgentHostError:
+        """What a failed turn records: our own errors as they are, anything else as a turn failure."""
+        if isinstance(exc, AgentHostError):
+            return exc
+        if isinstance(exc, RunTimeoutError):
+            logger.warning("Turn %s of %s/%s was cancelled: %s", turn_id, self.agent_name, conversation_id, exc)
+            return TurnFailedError(
+                f"The agent run took longer than {exc.timeout:g} s (AGENT_HOST_RUN_TIMEOUT_SECONDS) and was "
+                "cancelled. The conversation's earlier history is unchanged; send the next turn to continue."
+            )
+        logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id, exc_info=exc)
+        return TurnFailedError(
+            f"The agent run failed ({type(exc).__name__}). The conversation's earlier history is unchanged; "
+            "send the next turn to continue."
+        )
 
     def _run_agent(
         self,
@@ -318,17 +316,17 @@ class ConversationEntity:
         state["turnCount"] = state.get("turnCount", 0) + 1
         return response, state
 
+    def _load_state(self, context: df.DurableEntityContext, raw: str | None) -> dict[str, Any]:
+        """The stored conversation (refused if unreadable), or a new one with this agent's default retention."""
+        if raw is None:
+            return new_state(self.agent_name, context.entity_key, self.retention, _now_ms())
+        return CONVERSATION_CACHE.decode(self.agent_name, context.entity_key, raw)
+
     def _set_retention(self, context: df.DurableEntityContext) -> None:
         # Validated here too: the entity is the authority, whoever signals it.
         settings = validated_retention(context.get_input())
-        raw = read_raw_state(context)
-        now = _now_ms()
-        state = (
-            decode_state(raw)
-            if raw is not None
-            else new_state(self.agent_name, context.entity_key, self.retention, now)
-        )
-        updated = apply_retention_settings(state, settings, now)
+        state = self._load_state(context, read_raw_state(context))
+        updated = apply_retention_settings(state, settings, _now_ms())
         write_raw_state(context, encode_state(updated))
         context.set_result({"retention": updated["retention"]})
 
