@@ -14,7 +14,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from ._contract import AgentRoute, refuse_unpaired_surrogates, turn_text, validate_conversation_id
+from ._contract import AgentRoute, parse_json_object, read_body_text, turn_text, validate_conversation_id
 from ._delivery import new_turn_id, resolve_alias
 from ._durable_client import ConversationClient
 from ._entity import RUN_OPERATION
@@ -51,22 +51,9 @@ def parse_run_request(req: func.HttpRequest, settings: HostSettings) -> CompatRu
     media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
     is_json = media_type == "application/json" or media_type.endswith("+json")
     body: dict[str, Any] = {}
-    raw = req.get_body() or b""
-    if len(raw) > settings.max_message_bytes * 6 + 4096:
-        raise MessageTooLargeError(len(raw), settings.max_message_bytes * 6 + 4096, what="request body")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidRequestError("The body is not valid UTF-8.", code="invalid_encoding") from None
+    text = read_body_text(req.get_body() or b"", settings.max_message_bytes)
     if is_json:
-        try:
-            parsed = json.loads(text) if text.strip() else {}
-        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
-            raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
-        if not isinstance(parsed, dict):
-            raise InvalidRequestError("Invalid JSON payload. Expected an object.", code="invalid_json")
-        refuse_unpaired_surrogates(parsed)
-        body = parsed
+        body = parse_json_object(text, '{"message": "...", "session_id": "..."}') if text.strip() else {}
         message = body.get("message", "")
         if not isinstance(message, str):
             raise InvalidRequestError('"message" must be a string.', code="invalid_body")

@@ -23,7 +23,7 @@ from agent_framework import (
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
-from ._errors import InvalidRequestError
+from ._errors import InvalidRequestError, MessageTooLargeError
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -56,6 +56,44 @@ class TurnRequest(_WireModel):
     approvals: list[ApprovalAnswer] | None = None
     wait: StrictBool = True
     timeout_seconds: StrictInt | StrictFloat | None = Field(default=None)
+
+
+def read_body_text(body: bytes, max_message_bytes: int) -> str:
+    """A request body as text, refused when it is larger than any valid turn could be or not UTF-8.
+
+    Raises:
+        MessageTooLargeError: the body is over six times the message limit (JSON escaping can grow a message
+            six-fold) plus room for the other fields.
+        InvalidRequestError: the body is not UTF-8 (code `invalid_encoding`).
+    """
+    limit = max_message_bytes * 6 + 4096
+    if len(body) > limit:
+        raise MessageTooLargeError(len(body), limit, what="request body")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(
+            f"The body is not valid UTF-8 (byte {exc.start}). Send UTF-8 text.", code="invalid_encoding"
+        ) from None
+
+
+def parse_json_object(text: str, expected: str) -> dict[str, Any]:
+    """The JSON object a body holds; `expected` shows the caller what shape to send.
+
+    Raises:
+        InvalidRequestError: not JSON, nested deeper than the parser goes, or not an object (code `invalid_json`);
+            a string holding an unpaired surrogate (code `invalid_body`).
+    """
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
+        raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
+    if not isinstance(data, dict):
+        raise InvalidRequestError(
+            f"The body must be a JSON object like {expected}, got {type(data).__name__}.", code="invalid_json"
+        )
+    refuse_unpaired_surrogates(data)
+    return data
 
 
 def validate_conversation_id(conversation_id: str) -> str:

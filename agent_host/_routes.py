@@ -22,7 +22,8 @@ from ._contract import (
     AgentRoute,
     TurnRequest,
     iso_time,
-    refuse_unpaired_surrogates,
+    parse_json_object,
+    read_body_text,
     render_message,
     render_pending,
     render_turn,
@@ -233,16 +234,7 @@ class Routes:
         return state
 
     def _parse_turn(self, req: func.HttpRequest) -> TurnRequest:
-        body = req.get_body() or b""
-        limit = self._settings.max_message_bytes * 6 + 4096  # JSON escaping can grow a message six-fold
-        if len(body) > limit:
-            raise MessageTooLargeError(len(body), limit, what="request body")
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidRequestError(
-                f"The body is not valid UTF-8 (byte {exc.start}). Send UTF-8 text.", code="invalid_encoding"
-            ) from None
+        text = read_body_text(req.get_body() or b"", self._settings.max_message_bytes)
         media_type = (req.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
         if not media_type:
             media_type = JSON_MEDIA_TYPE if text.lstrip().startswith("{") else TEXT_MEDIA_TYPE
@@ -306,16 +298,7 @@ def _expired(conversation_id: str, turn_id: str) -> TurnExpiredError:
 
 
 def _turn_from_json(text: str) -> TurnRequest:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
-        raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
-    if not isinstance(data, dict):
-        raise InvalidRequestError(
-            f'The body must be a JSON object like {{"message": "..."}}, got {type(data).__name__}.',
-            code="invalid_json",
-        )
-    refuse_unpaired_surrogates(data)
+    data = parse_json_object(text, '{"message": "..."}')
     if "message" not in data and "approvals" not in data:
         raise InvalidRequestError('The body has no "message"; send {"message": "..."}.', code="missing_message")
     try:
