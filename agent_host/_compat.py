@@ -15,7 +15,7 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from ._contract import AgentRoute, parse_json_object, read_body_text, turn_text, validate_conversation_id
-from ._delivery import new_turn_id, resolve_alias
+from ._delivery import answer_messages, new_turn_id, resolve_alias
 from ._durable_client import ConversationClient
 from ._entity import RUN_OPERATION
 from ._errors import InvalidRequestError, MessageTooLargeError, status_for_code
@@ -119,7 +119,7 @@ async def run_compat(
         error = (record or {}).get("error") or {"code": "turn_expired", "message": "The result is no longer kept."}
         failed = {"response": None, **base, "status": "failed", "error": error}
         return _answer(request, status_for_code(error["code"]), failed, turn_url)
-    answer = {**base, "response": turn_text(record), "status": "success"}
+    answer = {**base, "response": turn_text(record, answer_messages(state, record)), "status": "success"}
     answer["message_count"] = len(state.get("messages", []))
     return _answer(request, 200, answer, turn_url)
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from pydantic.alias_generators import to_camel
 
 from ._errors import InvalidRequestError, MessageTooLargeError
+from ._history import record_author
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -158,18 +159,21 @@ def message_text(record: dict[str, Any]) -> str:
     return " ".join(content.get("text", "") for content in record["contents"] if content.get("type") == "text")
 
 
-def turn_text(record: dict[str, Any]) -> str:
+def turn_text(record: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     """A completed turn's answer, derived from its messages exactly as core's `AgentResponse.text` joins them.
 
     Turn records store the messages only, so the answer's text is not stored twice.
     """
-    if "text" in record:  # written by earlier builds of this schema version
+    if "text" in record:  # written by earlier builds of schema version 1
         return record["text"] or ""
-    return "".join(message_text(message) for message in record.get("messages", []))
+    return "".join(message_text(message) for message in messages)
 
 
-def render_message(record: dict[str, Any]) -> dict[str, Any]:
-    """A stored message as the API shows it, with compaction's annotations made readable."""
+def render_message(record: dict[str, Any], agent_name: str | None) -> dict[str, Any]:
+    """A stored message as the API shows it, with compaction's annotations made readable.
+
+    `agent_name` is the conversation's agent, whose name its assistant messages imply.
+    """
     contents = record.get("contents")
     if contents is None:
         contents = [{"type": "text", "text": record.get("text", "")}]
@@ -183,8 +187,9 @@ def render_message(record: dict[str, Any]) -> dict[str, Any]:
         "createdAt": iso_time(record.get("at")),
         "excluded": bool(props.get(EXCLUDED_KEY, False)),
     }
-    if record.get("author"):
-        body["authorName"] = record["author"]
+    author = record_author(record, agent_name)
+    if author:
+        body["authorName"] = author
     if props.get(EXCLUDE_REASON_KEY):
         body["excludeReason"] = props[EXCLUDE_REASON_KEY]
     group = props.get(GROUP_ANNOTATION_KEY)
@@ -201,12 +206,14 @@ def render_message(record: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def render_turn(conversation_id: str, turn_id: str, record: dict[str, Any]) -> dict[str, Any]:
-    """A turn record as the body of a turn response."""
+def render_turn(
+    conversation_id: str, turn_id: str, record: dict[str, Any], messages: list[dict[str, Any]], agent_name: str | None
+) -> dict[str, Any]:
+    """A turn record as the body of a turn response; `messages` is its answer (`answer_messages`)."""
     body: dict[str, Any] = {"conversationId": conversation_id, "turnId": turn_id, "status": record["status"]}
     if record["status"] == "completed":
-        body["text"] = turn_text(record)
-        body["messages"] = [render_message(message) for message in record.get("messages", [])]
+        body["text"] = turn_text(record, messages)
+        body["messages"] = [render_message(message, agent_name) for message in messages]
         body["usage"] = record.get("usage") or {}
         body["approvalRequests"] = record.get("approvalRequests", [])
     else:

@@ -1,21 +1,24 @@
-"""Turn records: what a turn's caller reads back, kept apart from the transcript, idempotent and bounded.
+"""Turn records: what a turn's caller reads back, idempotent and bounded.
 
-Results never come from the history, so compaction or retention can rewrite the transcript without
-changing what a poller receives (failures 5 and 8). Knows nothing about HTTP.
+A record names the transcript messages that hold its answer exactly as delivered, so an answer is stored once.
+Before the transcript changes or deletes such a message (compaction, retention), the delivered copy moves into
+the record: what a poller receives never changes (failures 5 and 8). Knows nothing about HTTP.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import secrets
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from agent_framework import AgentResponse
 
 from ._approvals import pending_from_response, public_view
-from ._history import message_to_record
+from ._history import MESSAGES_KEY, message_to_record
 
 TURNS_KEY = "turns"
 EXPIRED_TURNS_KEY = "expiredTurns"
@@ -44,11 +47,20 @@ def request_hash(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
-def completed_record(response: AgentResponse, now_ms: int) -> dict[str, Any]:
-    """The delivery record of a completed turn: the answer's messages (its text derives from them) and usage."""
+def completed_record(
+    response: AgentResponse, now_ms: int, agent_name: str | None, transcript: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The delivery record of a completed turn: the answer's messages (its text derives from them) and usage.
+
+    A message the transcript holds exactly as delivered is recorded by its id; any other is copied.
+    """
+    delivered = [message_to_record(message, now_ms, agent_name) for message in response.messages]
+    stored = _stored_by_id(transcript, {record["id"] for record in delivered})
     record: dict[str, Any] = {
         "status": "completed",
-        "messages": [message_to_record(message, now_ms) for message in response.messages],
+        "messages": [
+            message["id"] if _same_but_time(message, stored.get(message["id"])) else message for message in delivered
+        ],
         "at": now_ms,
     }
     approvals = public_view(pending_from_response(response))
@@ -57,6 +69,72 @@ def completed_record(response: AgentResponse, now_ms: int) -> dict[str, Any]:
     if response.usage_details:
         record["usage"] = {key: value for key, value in response.usage_details.items() if value is not None}
     return record
+
+
+def _stored_by_id(transcript: Sequence[dict[str, Any]], ids: set[str]) -> dict[str, dict[str, Any]]:
+    """The transcript's records with these ids, searched from the end, where a turn's answer is."""
+    found: dict[str, dict[str, Any]] = {}
+    for record in reversed(transcript):
+        if record["id"] in ids:
+            found.setdefault(record["id"], record)
+            if len(found) == len(ids):
+                break
+    return found
+
+
+def _same_but_time(delivered: dict[str, Any], stored: dict[str, Any] | None) -> bool:
+    if stored is None or len(stored) != len(delivered):
+        return False
+    return all(key == "at" or stored.get(key, _ABSENT) == value for key, value in delivered.items())
+
+
+_ABSENT = object()
+
+
+def answer_messages(state: dict[str, Any], record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A completed turn's answer as stored messages, the ones it names looked up in the transcript.
+
+    `decode_state` has checked that the transcript holds every message a record names.
+    """
+    messages: list[str | dict[str, Any]] = record.get("messages", [])
+    names = {message for message in messages if isinstance(message, str)}
+    if not names:
+        return messages  # type: ignore[return-value]
+    stored = _stored_by_id(state.get(MESSAGES_KEY, []), names)
+    return [stored[message] if isinstance(message, str) else message for message in messages]
+
+
+def named_messages(turns: dict[str, Any]) -> set[str]:
+    """Ids of the transcript messages turn records name as their answers."""
+    return {message for record in turns.values() for message in record.get("messages", ()) if isinstance(message, str)}
+
+
+def keep_delivered_answers(
+    turns: dict[str, Any], before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The turn records to keep with transcript `after`, given the transcript `before` they were written against.
+
+    A record naming a message that `after` no longer holds as the very same record (changed by compaction or a
+    provider, or deleted by retention) gets the delivered copy from `before`. Returns `turns` itself when no
+    record needs one; never changes its argument in place.
+    """
+    if len(after) >= len(before) and all(map(operator.is_, before, after)):
+        return turns  # the transcript only grew: every named message is still the record delivered
+    named = named_messages(turns)
+    if not named:
+        return turns
+    was = _stored_by_id(before, named)
+    now = _stored_by_id(after, named)
+    moved = {message_id for message_id, record in was.items() if now.get(message_id) is not record}
+    if not moved:
+        return turns
+    kept = dict(turns)
+    for turn_id, record in turns.items():
+        messages = record.get("messages", ())
+        if any(isinstance(message, str) and message in moved for message in messages):
+            copied = [was[m] if isinstance(m, str) and m in moved else m for m in messages]
+            kept[turn_id] = {**record, "messages": copied}
+    return kept
 
 
 def failed_record(error: dict[str, str], now_ms: int) -> dict[str, Any]:

@@ -27,10 +27,12 @@ from ._approvals import PENDING_APPROVALS_KEY, answer_contents, pending_from_res
 from ._delivery import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
+    TURNS_KEY,
     alias_record,
     completed_record,
     failed_record,
     find_keyed_turn,
+    keep_delivered_answers,
     record_turn,
 )
 from ._errors import AgentHostError, IdempotencyConflictError, InvalidRequestError, TurnFailedError
@@ -241,7 +243,7 @@ class ConversationEntity:
                 record = failed_record(error.to_record(), _now_ms())
                 new = copy.copy(state)
             else:
-                record = completed_record(response, _now_ms())
+                record = completed_record(response, _now_ms(), new["agent"], new.get("messages", []))
             if key:
                 record.update(idempotencyKey=key, requestHash=request.get("requestHash"))
         now = _now_ms()
@@ -285,7 +287,7 @@ class ConversationEntity:
         durable = self.plan.durable
         stored: list[dict[str, Any]] = state.get("messages", [])
         if durable is not None:
-            history = CONVERSATION_CACHE.history_for(stored)
+            history = CONVERSATION_CACHE.history_for(stored, state["agent"])
             session.state[durable.source_id] = {MESSAGES_KEY: history.messages}
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = request.get("approvals") or []
@@ -293,7 +295,7 @@ class ConversationEntity:
         if request.get("message"):
             contents.append(request["message"])
         message = Message("user", contents, message_id=f"{turn_id}.in")
-        ensure_room_for_turn(state, message_to_record(message, _now_ms()), stored_bytes)
+        ensure_room_for_turn(state, message_to_record(message, _now_ms(), state["agent"]), stored_bytes)
         response = AGENT_LOOP.run(agent.run(message, session=session), timeout=self.run_timeout_seconds)
         state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
         if not state[PENDING_APPROVALS_KEY]:
@@ -303,7 +305,11 @@ class ConversationEntity:
         if durable is not None:
             buffer: list[Message] = session.state[durable.source_id].get(MESSAGES_KEY, [])
             assign_transcript_ids(buffer)
-            state["messages"] = reconcile_by_message_id(stored, buffer, now, reuse=history.record_for)
+            state["messages"] = reconcile_by_message_id(
+                stored, buffer, now, agent_name=state["agent"], reuse=history.record_for
+            )
+            if TURNS_KEY in state:
+                state[TURNS_KEY] = keep_delivered_answers(state[TURNS_KEY], stored, state["messages"])
         # Summaries call-level compaction put in the response stay in the transcript only (failure 5).
         response = delivered_response(response, turn_id)
         state["session"] = snapshot_session(

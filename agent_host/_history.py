@@ -27,6 +27,7 @@ from agent_framework._sessions import filter_new_messages
 MESSAGES_KEY = "messages"
 # Core's compaction names unnamed messages `msg_{position}`; the host names them the same way.
 CORE_ID_PREFIX = "msg_"
+ASSISTANT_ROLE = "assistant"
 _TEXT_ONLY_KEYS = {"type", "text", "additional_properties"}
 
 
@@ -187,8 +188,11 @@ def delivered_response(response: AgentResponse, turn_id: str) -> AgentResponse:
     return delivered
 
 
-def message_to_record(message: Message, at: int) -> dict[str, Any]:
-    """The stored form of a message: its id, role, contents and every additional property (failure 4)."""
+def message_to_record(message: Message, at: int, agent_name: str | None) -> dict[str, Any]:
+    """The stored form of a message: its id, role, contents and every additional property (failure 4).
+
+    `agent_name` is the conversation's agent: its name is implied on its assistant messages (`record_author`).
+    """
     record: dict[str, Any] = {"id": message.message_id, "role": str(message.role)}
     contents = [content.to_dict() for content in message.contents]
     if len(contents) == 1 and contents[0].get("type") == "text" and _is_plain_text(contents[0]):
@@ -197,25 +201,36 @@ def message_to_record(message: Message, at: int) -> dict[str, Any]:
         record["contents"] = contents
     if message.additional_properties:
         record["props"] = copy.deepcopy(message.additional_properties)
-    if message.author_name:
-        record["author"] = message.author_name
+    author = message.author_name or None
+    if record["role"] == ASSISTANT_ROLE:
+        if author != agent_name:
+            record["author"] = author  # null: an assistant message without an author name
+    elif author:
+        record["author"] = author
     record["at"] = at
     return record
+
+
+def record_author(record: dict[str, Any], agent_name: str | None) -> str | None:
+    """A stored message's author name: the agent's own name when an assistant message omits it."""
+    if "author" in record:
+        return record["author"]  # type: ignore[no-any-return]
+    return agent_name if record["role"] == ASSISTANT_ROLE else None
 
 
 def _is_plain_text(content: dict[str, Any]) -> bool:
     return content.keys() <= _TEXT_ONLY_KEYS and not content.get("additional_properties")
 
 
-def record_to_message(record: dict[str, Any]) -> Message:
-    """Rebuild the core message from its stored form."""
+def record_to_message(record: dict[str, Any], agent_name: str | None) -> Message:
+    """Rebuild the core message from its stored form (`agent_name`: the conversation's agent)."""
     text = record.get("text")
     contents: list[Any] = [text] if text is not None else [Content.from_dict(c) for c in record.get("contents", [])]
     return Message(
         record["role"],
         contents,
         message_id=record["id"],
-        author_name=record.get("author"),
+        author_name=record_author(record, agent_name),
         additional_properties=copy.deepcopy(record.get("props")) or {},
     )
 
@@ -225,6 +240,7 @@ def reconcile_by_message_id(
     buffer: Sequence[Message],
     now_ms: int,
     *,
+    agent_name: str | None = None,
     reuse: Callable[[Message], dict[str, Any] | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The new stored transcript: the buffer in its order, annotations written onto the record with the same id.
@@ -237,7 +253,7 @@ def reconcile_by_message_id(
     if stored and len(reused) >= len(stored) and all(map(operator.is_, stored, reused)):
         # The common turn: every stored message came back unchanged and in order, new ones follow.
         tail = zip(buffer[len(stored) :], reused[len(stored) :], strict=True)
-        return [*stored, *(record or message_to_record(message, now_ms) for message, record in tail)]
+        return [*stored, *(record or message_to_record(message, now_ms, agent_name) for message, record in tail)]
     stored_at = {record["id"]: record["at"] for record in stored}
     in_buffer = {message.message_id for message in buffer}
     kept_after: dict[str | None, list[dict[str, Any]]] = {}
@@ -251,7 +267,8 @@ def reconcile_by_message_id(
     for position, message in enumerate(buffer):
         record = reused[position] if reused else None
         if record is None:
-            record = message_to_record(message, stored_at.get(message.message_id, now_ms))  # type: ignore[arg-type]
+            at: int = stored_at.get(message.message_id, now_ms)  # type: ignore[arg-type]
+            record = message_to_record(message, at, agent_name)
         result.append(record)
         result.extend(kept_after.get(message.message_id, []))
     return result

@@ -9,7 +9,8 @@ Modes (per conversation, in the entity state):
 
 Everything is measured on the exact bytes the entity stores (`encode_state`). Core's message grouping decides
 what goes together, so a tool call and its results are evicted together or not at all. System messages and the
-newest exchange are never evicted, and the turn records callers read are never touched (failures 7 and 8).
+newest exchange are never evicted, and a turn record keeps a copy of any answer evicted from the transcript
+(failures 7 and 8).
 The functions here are pure: they take the JSON-shaped state and return a new one, leaving the input unchanged.
 """
 
@@ -25,6 +26,7 @@ from typing import Any, get_args
 from agent_framework import EXCLUDED_KEY, CharacterEstimatorTokenizer
 from agent_framework._compaction import group_messages
 
+from ._delivery import TURNS_KEY, keep_delivered_answers, named_messages
 from ._errors import InvalidRequestError, StateCapacityExceededError
 from ._history import MESSAGES_KEY, record_to_message
 from ._state import RetentionModeName, RetentionSettings, encode_state
@@ -301,7 +303,12 @@ def _evict_under_pressure(
     records: list[dict[str, Any]] = state.get(MESSAGES_KEY) or []
     groups = _evictable_groups(records)
     encoded = {index: encode_state(records[index]) for group in groups for index in group}
-    cost = {index: _utf8_len(part) + 1 for index, part in encoded.items()}  # each record and its comma
+    # Each record and its comma; a message a turn record names as its answer moves there, freeing about its id.
+    named = named_messages(state.get(TURNS_KEY) or {})
+    cost = {
+        index: (len(encode_state(records[index]["id"])) if records[index]["id"] in named else _utf8_len(part)) + 1
+        for index, part in encoded.items()
+    }
     fixed_bytes = size - sum(cost.values())
     low = math.floor(settings.max_state_bytes * settings.low_watermark)
     target = low if fixed_bytes <= low else settings.max_state_bytes
@@ -346,7 +353,8 @@ def _evictable_groups(records: Sequence[dict[str, Any]]) -> list[list[int]]:
     """
     if not records:
         return []
-    detached = [record_to_message({k: v for k, v in record.items() if k != PROPS_KEY}) for record in records]
+    # Grouping ignores author names, so none is implied.
+    detached = [record_to_message({k: v for k, v in record.items() if k != PROPS_KEY}, None) for record in records]
     newest = _newest_exchange_start(records)
     members: dict[str, list[int]] = {}
     for span in group_messages(detached):
@@ -380,11 +388,16 @@ def _compacted_ids(records: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _without(state: dict[str, Any], ids: set[str], now_ms: int) -> dict[str, Any]:
-    """A copy of `state` without the messages `ids`, the deletion added to its truncation record."""
+    """A copy of `state` without the messages `ids`, the deletion added to its truncation record.
+
+    Turn records naming a deleted message keep a copy of it: a caller may not have read the answer yet (failure 8).
+    """
     new = copy.copy(state)
     kept = [record for record in state[MESSAGES_KEY] if record["id"] not in ids]
     removed = len(state[MESSAGES_KEY]) - len(kept)
     new[MESSAGES_KEY] = kept
+    if TURNS_KEY in state:
+        new[TURNS_KEY] = keep_delivered_answers(state[TURNS_KEY], state[MESSAGES_KEY], kept)
     truncation = dict(state.get(TRUNCATION_KEY) or {})
     truncation[EVICTED_MESSAGES_KEY] = truncation.get(EVICTED_MESSAGES_KEY, 0) + removed
     if truncation.get(FIRST_EVICTED_AT_KEY) is None:

@@ -30,7 +30,15 @@ from ._contract import (
     validate_conversation_id,
     validate_turn_id,
 )
-from ._delivery import EXPIRED_TURNS_KEY, find_keyed_turn, issued_at, new_turn_id, request_hash, resolve_alias
+from ._delivery import (
+    EXPIRED_TURNS_KEY,
+    answer_messages,
+    find_keyed_turn,
+    issued_at,
+    new_turn_id,
+    request_hash,
+    resolve_alias,
+)
 from ._durable_client import ConversationClient
 from ._entity import DELETE_OPERATION, RUN_OPERATION, SET_RETENTION_OPERATION
 from ._errors import (
@@ -121,13 +129,14 @@ class Routes:
             )
         if key is not None:
             digest = request_hash(payload)
-            earlier = find_keyed_turn(await conversations.read(conversation_id) or {}, key)
+            known = await conversations.read(conversation_id) or {}
+            earlier = find_keyed_turn(known, key)
             if earlier is not None:
                 # A client retry: the same turn and answer, without running the model again.
                 turn_id, record = earlier
                 if record.get("requestHash") != digest:
                     raise IdempotencyConflictError(key, turn_id)
-                return _turn_response(conversation_id, turn_id, record, f"{turns_url}/{turn_id}")
+                return _turn_response(conversation_id, known, turn_id, record, f"{turns_url}/{turn_id}")
             payload.update(idempotencyKey=key, requestHash=digest)
         turn_id = new_turn_id()
         await conversations.signal(conversation_id, RUN_OPERATION, {"turnId": turn_id, **payload})
@@ -141,7 +150,7 @@ class Routes:
         reported_id, record = resolve_alias(state, turn_id)
         if record is None:
             raise _expired(conversation_id, reported_id)
-        return _turn_response(conversation_id, reported_id, record, f"{turns_url}/{reported_id}")
+        return _turn_response(conversation_id, state, reported_id, record, f"{turns_url}/{reported_id}")
 
     async def _get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
@@ -150,7 +159,7 @@ class Routes:
         location = req.url.split("?", 1)[0]
         reported_id, record = resolve_alias(state, turn_id)
         if record is not None:
-            return _turn_response(conversation_id, reported_id, record, location, failure_as_error=False)
+            return _turn_response(conversation_id, state, reported_id, record, location, failure_as_error=False)
         if reported_id != turn_id or turn_id in state.get(EXPIRED_TURNS_KEY, ()):
             raise _expired(conversation_id, turn_id)
         if self._may_be_pending(issued_at(turn_id), state.get("turns", {})):
@@ -193,7 +202,7 @@ class Routes:
         agent, conversation_id = self._target(req)
         include_excluded = _flag(req.params.get("includeExcluded"), "includeExcluded", default=False)
         state = await self._existing(agent, conversation_id, client)
-        messages = [render_message(record) for record in state.get("messages", [])]
+        messages = [render_message(record, state.get("agent")) for record in state.get("messages", [])]
         if not include_excluded:
             messages = [message for message in messages if not message["excluded"]]
         return _json(200, {"conversationId": conversation_id, "messages": messages})
@@ -352,11 +361,17 @@ def _conversation_body(agent: AgentRoute, conversation_id: str, state: dict[str,
 
 
 def _turn_response(
-    conversation_id: str, turn_id: str, record: dict[str, Any], location: str, *, failure_as_error: bool = True
+    conversation_id: str,
+    state: dict[str, Any],
+    turn_id: str,
+    record: dict[str, Any],
+    location: str,
+    *,
+    failure_as_error: bool = True,
 ) -> func.HttpResponse:
-    """A finished turn. A failed turn answers its error's status to the request that ran it, but the turn
-    resource itself reads back with 200: the read succeeded, and `status` says the turn failed."""
-    body = render_turn(conversation_id, turn_id, record)
+    """A finished turn of the conversation `state`. A failed turn answers its error's status to the request that
+    ran it, but the turn resource itself reads back with 200: the read succeeded, and `status` says it failed."""
+    body = render_turn(conversation_id, turn_id, record, answer_messages(state, record), state.get("agent"))
     failed = record["status"] != "completed"
     status = status_for_code(record["error"]["code"]) if failed and failure_as_error else 200
     return _json(status, body, headers={"Location": location})

@@ -16,7 +16,9 @@ from ._errors import StateCorruptError, StateVersionError
 
 # Version 1: flat message list with ids and compaction annotations, the serialized session,
 # retention settings and truncation record, and turn records keyed by turn id.
-SCHEMA_VERSION = 1
+# Version 2: the agent's own name is implied on its assistant messages, and a turn record names the transcript
+# messages holding its answer instead of copying them. Version 1 state is upgraded on read.
+SCHEMA_VERSION = 2
 SCHEMA_VERSION_KEY = "schemaVersion"
 
 RetentionModeName = Literal["keep_all", "auto", "follow_compaction"]
@@ -36,7 +38,13 @@ class StoredMessage(_StateModel):
     props: dict[str, Any] | None = Field(
         default=None, description="Message.additional_properties, where compaction keeps its annotations."
     )
-    author: str | None = None
+    author: str | None = Field(
+        default=None,
+        description=(
+            "The author name. Omitted on an assistant message written by the conversation's agent (`agent`), "
+            "null on an assistant message without one."
+        ),
+    )
     at: int = Field(description="When the message was stored, milliseconds since the Unix epoch.")
 
 
@@ -69,7 +77,13 @@ class TurnRecord(_StateModel):
     request_hash: str | None = None
     alias_of: str | None = Field(default=None, description="A retry answered by this earlier turn.")
     text: str | None = None
-    messages: list[StoredMessage] = Field(default_factory=list)
+    messages: list[str | StoredMessage] = Field(
+        default_factory=list,
+        description=(
+            "The answer. A string is the id of a transcript message that holds it exactly as delivered; it is "
+            "copied here before the transcript changes or deletes that message."
+        ),
+    )
     usage: dict[str, Any] | None = None
     approval_requests: list[ApprovalRequest] | None = None
     error: ErrorRecord | None = None
@@ -96,7 +110,7 @@ class TruncationRecord(_StateModel):
 class ConversationState(_StateModel):
     """Everything one conversation entity stores."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     agent: str
     conversation_id: str
     created_at: int
@@ -121,7 +135,7 @@ def decode_state(raw: str | dict[str, Any]) -> dict[str, Any]:
 
     Raises:
         StateCorruptError: the state is not valid JSON or does not match the schema.
-        StateVersionError: the state has a schema version other than this code's.
+        StateVersionError: the state has a schema version this code cannot read (version 1 is upgraded).
     """
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw
@@ -133,7 +147,9 @@ def decode_state(raw: str | dict[str, Any]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise StateCorruptError("The stored conversation is not a JSON object. It was left unchanged.")
     version = data.get(SCHEMA_VERSION_KEY)
-    if version != SCHEMA_VERSION:
+    if version == 1 and type(version) is int:
+        data = _upgraded_from_v1(data)
+    elif version != SCHEMA_VERSION or type(version) is not int:
         raise StateVersionError(version, SCHEMA_VERSION)
     try:
         if _plainly_valid_messages(data.get("messages")):
@@ -148,7 +164,56 @@ def decode_state(raw: str | dict[str, Any]) -> dict[str, Any]:
             f"The stored conversation does not match schema version {SCHEMA_VERSION} at '{where}': {first['msg']}. "
             "It was left unchanged."
         ) from None
+    _check_named_answers(data)
     return data
+
+
+def _check_named_answers(data: dict[str, Any]) -> None:
+    """Refuse turn records that name messages the transcript does not hold."""
+    named = {
+        (turn_id, message)
+        for turn_id, turn in data.get("turns", {}).items()
+        for message in turn.get("messages", ())
+        if isinstance(message, str)
+    }
+    if not named:
+        return
+    held = {record["id"] for record in data.get("messages", ())}
+    for turn_id, message in sorted(named):
+        if message not in held:
+            raise StateCorruptError(
+                f"The stored conversation does not match schema version {SCHEMA_VERSION} at "
+                f"'turns.{turn_id}.messages': it names message {message!r}, which the transcript does not hold. "
+                "It was left unchanged."
+            )
+
+
+def _upgraded_from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 state in version 2's form: every author was explicit, and turn records copied their answers.
+
+    Anything malformed is left as it is, for validation to name.
+    """
+    agent = data.get("agent")
+
+    def upgraded(record: Any) -> Any:
+        if not isinstance(record, dict) or record.get("role") != "assistant":
+            return record
+        author = record.get("author")
+        if author is not None and author == agent:
+            return {key: value for key, value in record.items() if key != "author"}
+        return {**record, "author": author}
+
+    new = {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
+    if isinstance(data.get("messages"), list):
+        new["messages"] = [upgraded(record) for record in data["messages"]]
+    if isinstance(data.get("turns"), dict):
+        new["turns"] = {
+            turn_id: {**turn, "messages": [upgraded(m) for m in turn["messages"]]}
+            if isinstance(turn, dict) and isinstance(turn.get("messages"), list)
+            else turn
+            for turn_id, turn in data["turns"].items()
+        }
+    return new
 
 
 # Each stored message field and the one type it has when written by this code (None allowed where not required).

@@ -30,7 +30,7 @@ from typing import Any
 from agent_framework import Content, Message
 
 from ._delivery import TURNS_KEY
-from ._history import MESSAGES_KEY, record_to_message
+from ._history import MESSAGES_KEY, record_author, record_to_message
 from ._state import decode_state
 
 DEFAULT_MAX_CONVERSATIONS = 64
@@ -65,8 +65,8 @@ class _Known:
         self.props: dict[str, Any] = _NO_PROPS
         self.fragment: str | None = None
 
-    def build_message(self) -> Message:
-        message = _TEXT_MESSAGES.build(self.record) or record_to_message(self.record)
+    def build_message(self, agent_name: str | None) -> Message:
+        message = _TEXT_MESSAGES.build(self.record, agent_name) or record_to_message(self.record, agent_name)
         self.message = message
         self.signature = _signature(message)
         # A snapshot of the annotations as built, to tell afterwards whether a run changed them in place.
@@ -92,7 +92,7 @@ class _TextMessageFactory:
         self._content_template: dict[str, Any] = {}
         self._fresh: tuple[tuple[str, type], ...] = ()
 
-    def build(self, record: dict[str, Any]) -> Message | None:
+    def build(self, record: dict[str, Any], agent_name: str | None) -> Message | None:
         """The record's message, or None when the record is not plain text (or the factory is off)."""
         if not self._checked:
             self._check()
@@ -109,7 +109,7 @@ class _TextMessageFactory:
             **self._message_template,
             "role": record["role"],
             "contents": [content],
-            "author_name": record.get("author"),
+            "author_name": record_author(record, agent_name),
             "message_id": record["id"],
             "additional_properties": {},
         }
@@ -117,7 +117,7 @@ class _TextMessageFactory:
 
     def _check(self) -> None:
         self._checked = True
-        probe = record_to_message({"id": "probe", "role": "user", "text": "probe", "at": 0})
+        probe = record_to_message({"id": "probe", "role": "user", "text": "probe", "at": 0}, None)
         self._message_template = dict(probe.__dict__)
         self._content_template = dict(probe.contents[0].__dict__) if len(probe.contents) == 1 else {}
         # Each message gets its own mutable defaults (e.g. `additional_properties`), never the template's.
@@ -130,8 +130,11 @@ class _TextMessageFactory:
         samples = (
             {"id": "a.in", "role": "user", "text": "Hello there", "at": 1},
             {"id": "a.0", "role": "assistant", "text": "", "author": "helper", "at": 2},
+            {"id": "a.1", "role": "assistant", "text": "Hi", "at": 3},
         )
-        self._enabled = self._enabled and all(_same_message(self.build(r), record_to_message(r)) for r in samples)
+        self._enabled = self._enabled and all(
+            _same_message(self.build(r, "agent"), record_to_message(r, "agent")) for r in samples
+        )
 
 
 def _same_message(fast: Message | None, slow: Message) -> bool:
@@ -235,8 +238,11 @@ class ConversationCache:
         self._store(scope, key, _Entry(raw, state))
         return state
 
-    def history_for(self, records: Sequence[dict[str, Any]]) -> WorkingHistory:
-        """The stored records as core messages for one run, built once per record while the state is cached."""
+    def history_for(self, records: Sequence[dict[str, Any]], agent_name: str | None) -> WorkingHistory:
+        """The stored records as core messages for one run, built once per record while the state is cached.
+
+        `agent_name` is the conversation's agent, whose name its assistant records imply.
+        """
         with self._lock:
             entry = self._by_records.get(id(records))
         if entry is None or entry.state.get(MESSAGES_KEY) is not records:
@@ -254,9 +260,9 @@ class ConversationCache:
             and all(map(operator.is_, last.records, records))
         ):
             # The transcript only grew since the last run, which changed none of its messages: reuse the list.
-            lent = [*last.lent, *_messages_of(entry, records[len(last.records) :])]
+            lent = [*last.lent, *_messages_of(entry, records[len(last.records) :], agent_name)]
         else:
-            lent = _messages_of(entry, records)
+            lent = _messages_of(entry, records, agent_name)
         entry.working = WorkingHistory(records, lent, entry.by_message)
         return entry.working
 
@@ -339,7 +345,7 @@ class ConversationCache:
             del self._by_records[id(records)]
 
 
-def _messages_of(entry: _Entry, records: Sequence[dict[str, Any]]) -> list[Message]:
+def _messages_of(entry: _Entry, records: Sequence[dict[str, Any]], agent_name: str | None) -> list[Message]:
     """The cached message of each record, built for records that have none yet."""
     by_record, by_message = entry.by_record, entry.by_message
     messages: list[Message] = []
@@ -349,7 +355,7 @@ def _messages_of(entry: _Entry, records: Sequence[dict[str, Any]]) -> list[Messa
             known = by_record[id(record)] = _Known(record)
         message = known.message
         if message is None:
-            message = known.build_message()
+            message = known.build_message(agent_name)
             by_message[id(message)] = known
         messages.append(message)
     return messages

@@ -186,7 +186,7 @@ def _core_run(state: str, turn: int) -> tuple[Callable[[], Any], Callable[[], An
     def prepare() -> None:
         session = agent.create_session(session_id="core-reference")
         session.state[InMemoryHistoryProvider.DEFAULT_SOURCE_ID] = {
-            "messages": [record_to_message(record) for record in records]
+            "messages": [record_to_message(record, AGENT_NAME) for record in records]
         }
         session_box["session"] = session
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_host._contract import turn_text
+from agent_host._delivery import answer_messages
 from agent_host._local_host.scheduler import entity_batch_json, signal_body
 
 
@@ -38,9 +39,17 @@ class EntityDriver:
         """Run one turn and return its delivery record from the committed state, with the answer's text."""
         (result,) = self.send(("run", {"turnId": turn_id, "message": message}))
         assert not result["isError"], result
-        record = self.decoded()["turns"][turn_id]
-        return {**record, "text": turn_text(record)} if record["status"] == "completed" else record
+        return delivered(self.decoded(), turn_id)
 
     def decoded(self) -> dict[str, Any]:
         assert self.state is not None
         return json.loads(self.state)
+
+
+def delivered(state: dict[str, Any], turn_id: str) -> dict[str, Any]:
+    """A turn's record as its caller reads it: the answer's messages looked up, and its text."""
+    record = state["turns"][turn_id]
+    if record["status"] != "completed":
+        return record
+    messages = answer_messages(state, record)
+    return {**record, "messages": messages, "text": turn_text(record, messages)}

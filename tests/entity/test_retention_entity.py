@@ -8,11 +8,10 @@ from typing import Annotated, Any
 
 import pytest
 from agent_framework import CompactionProvider, InMemoryHistoryProvider, Message, SlidingWindowStrategy, tool
-from batches import EntityDriver
+from batches import EntityDriver, delivered
 from conftest import build_app, driver_for, make_agent
 
 from agent_host import HostSettings, OfflineChatClient
-from agent_host._contract import turn_text
 from agent_host._errors import status_for_code
 from agent_host._state import RetentionSettings
 
@@ -132,15 +131,15 @@ def test_callers_still_read_their_answers_after_the_transcript_lost_them() -> No
     transcript_ids = {message["id"] for message in state["messages"]}
 
     number = int(evicting_turn[1:])
-    assert turn_text(state["turns"][evicting_turn]) == answers[evicting_turn][1]
+    assert delivered(state, evicting_turn)["text"] == answers[evicting_turn][1]
     assert answers[evicting_turn][1].startswith(f'[offline model] You said: "My fact{number} is value{number},')
     readable_but_evicted = [
-        turn_id for turn_id, record in state["turns"].items() if record["messages"][0]["id"] not in transcript_ids
+        turn_id for turn_id in state["turns"] if delivered(state, turn_id)["messages"][0]["id"] not in transcript_ids
     ]
     assert readable_but_evicted
     for turn_id in readable_but_evicted:
         assert state["turns"][turn_id]["status"] == "completed"
-        assert turn_text(state["turns"][turn_id]) == answers[turn_id][1]
+        assert delivered(state, turn_id)["text"] == answers[turn_id][1]
 
 
 def test_recent_facts_are_recalled_after_older_ones_were_evicted() -> None:

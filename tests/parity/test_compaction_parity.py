@@ -135,7 +135,7 @@ def run_under_host(build: BuildAgent, directory: Path, *, cold: bool = True) -> 
         stored = driver.state
     assert stored is not None
     state = json.loads(stored)
-    transcript = [record_to_message(record) for record in state["messages"]]
+    transcript = [record_to_message(record, state["agent"]) for record in state["messages"]]
     durable = plan_history(build(world)).durable
     loaded = AGENT_LOOP.run(durable.get_messages(SESSION_ID, state={"messages": transcript})) if durable else []
     return Outcome(world, texts, transcript, loaded, state)

@@ -19,16 +19,17 @@ from agent_framework import (
     SummarizationStrategy,
     ToolResultCompactionStrategy,
 )
+from batches import delivered
 from conftest import build_app, driver_for
 from parity_fakes import TOOL_RESULTS_PREFIX, CallLog, RecordingChatClient, get_time, get_weather
 
 from agent_host import HostSettings
-from agent_host._contract import turn_text
 from agent_host._history import message_to_record, reconcile_by_message_id, record_to_message
 from agent_host._state import RetentionSettings
 from agent_host._state_cache import CONVERSATION_CACHE
 
 BuildAgent = Callable[[CallLog], Agent]
+AGENT = "assistant"
 
 
 def converse(
@@ -113,9 +114,9 @@ def test_failure_1_the_same_state_loaded_twice_gives_the_same_ids_and_later_turn
     state, _ = converse(compacting_agent(tool_result_compaction), TOOL_TURNS[:4])
     before = {record["id"]: (record["role"], record.get("text")) for record in state["messages"]}
 
-    first = [record_to_message(record).message_id for record in state["messages"]]
+    first = [record_to_message(record, state["agent"]).message_id for record in state["messages"]]
     CONVERSATION_CACHE.clear()
-    second = [record_to_message(record).message_id for record in state["messages"]]
+    second = [record_to_message(record, state["agent"]).message_id for record in state["messages"]]
     later, _ = converse(compacting_agent(tool_result_compaction), TOOL_TURNS[:6])
 
     assert first == second == list(before)
@@ -136,12 +137,12 @@ def stored_transcript() -> list[dict[str, Any]]:
         Message("user", ["Thanks."], message_id="t2.in"),
         Message("assistant", ["You are welcome."], message_id="a3"),
     ]
-    return [message_to_record(message, at=1000 + n) for n, message in enumerate(messages)]
+    return [message_to_record(message, 1000 + n, AGENT) for n, message in enumerate(messages)]
 
 
 def test_failure_2_a_summary_inserted_mid_history_leaves_every_later_annotation_on_its_own_message() -> None:
     stored = stored_transcript()
-    buffer = [record_to_message(record) for record in stored]
+    buffer = [record_to_message(record, AGENT) for record in stored]
     summary = Message(
         "assistant",
         ["[Tool results: get_weather: Paris: sunny]"],
@@ -154,7 +155,7 @@ def test_failure_2_a_summary_inserted_mid_history_leaves_every_later_annotation_
     buffer[5].additional_properties["_group"] = {"id": "group_a2", "kind": "assistant_text"}
     buffer[7].additional_properties["_group"] = {"id": "group_a3", "kind": "assistant_text"}
 
-    reconciled = reconcile_by_message_id(stored, buffer, now_ms=9999)
+    reconciled = reconcile_by_message_id(stored, buffer, now_ms=9999, agent_name=AGENT)
 
     assert [record["id"] for record in reconciled] == [
         "t1.in",
@@ -265,12 +266,12 @@ def test_failure_4_the_codec_keeps_ids_authors_contents_and_every_annotation() -
         },
     )
 
-    record = message_to_record(message, at=42)
-    again = message_to_record(record_to_message(json.loads(json.dumps(record))), at=42)
+    record = message_to_record(message, 42, AGENT)
+    again = message_to_record(record_to_message(json.loads(json.dumps(record)), AGENT), 42, AGENT)
 
     assert again == record
     assert record["props"] == message.additional_properties
-    assert record_to_message(record).to_dict() == message.to_dict()
+    assert record_to_message(record, AGENT).to_dict() == message.to_dict()
 
 
 # Failure 5: a summary stored inside a response makes a poller receive text the agent never produced.
@@ -309,6 +310,7 @@ def test_failure_5_turn_results_stay_as_delivered_when_later_compaction_summariz
     state, records = converse(build, ["My name is Ada.", "I live in Lyon.", "I like tea.", "What is my name?"])
 
     assert any("_summary_of_message_ids" in group(r) for r in state["messages"])
-    assert turn_text(state["turns"]["t0"]) == records[0]["text"] == "Re: My name is Ada. (I saw 1 messages)"
-    assert all("Summary:" not in (turn.get("text") or "") for turn in state["turns"].values())
-    assert all("_summary_of_message_ids" not in group(m) for turn in state["turns"].values() for m in turn["messages"])
+    assert delivered(state, "t0")["text"] == records[0]["text"] == "Re: My name is Ada. (I saw 1 messages)"
+    answers = [delivered(state, turn_id) for turn_id in state["turns"]]
+    assert all("Summary:" not in answer["text"] for answer in answers)
+    assert all("_summary_of_message_ids" not in group(m) for answer in answers for m in answer["messages"])

@@ -44,11 +44,15 @@ from hosting import RunningHost
 from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to
 
 from agent_host import HostSettings, OfflineChatClient
+from agent_host._contract import message_text
+from agent_host._delivery import answer_messages
+from agent_host._history import record_author
 from agent_host._state import SCHEMA_VERSION, decode_state
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-SAMPLE_V1 = ROOT / "tests" / "data" / "state_v1_sample.json"
+# One state as each schema version stored it: every version this host ever wrote must stay readable.
+SAMPLES = {version: ROOT / "tests" / "data" / f"state_v{version}_sample.json" for version in (1, 2)}
 BASE = "/api/agents/assistant/conversations"
 ENTITY = "conversation_assistant"
 
@@ -536,7 +540,16 @@ BAD_STATES: dict[str, tuple[Any, str, str]] = {
         "'turns.t1.status'",
     ),
     "an unknown field": (lambda text: with_field(text, "mood", "happy"), "state_corrupt", "'mood'"),
-    "a future version": (lambda text: with_version(text, SCHEMA_VERSION + 1), "state_version_unsupported", "version 2"),
+    "a turn naming a message the transcript lacks": (
+        lambda text: with_field(text, "turns", {"t1": {"status": "completed", "messages": ["gone"], "at": 1}}),
+        "state_corrupt",
+        "names message 'gone', which the transcript does not hold",
+    ),
+    "a future version": (
+        lambda text: with_version(text, SCHEMA_VERSION + 1),
+        "state_version_unsupported",
+        f"version {SCHEMA_VERSION + 1}; this host reads versions up to {SCHEMA_VERSION}",
+    ),
     "version 0": (lambda text: with_version(text, 0), "state_version_unsupported", "version 0, older"),
     "no version": (lambda text: with_version(text, _MISSING), "state_version_unsupported", "no schemaVersion"),
     "the version as a string": (lambda text: with_version(text, "1"), "state_version_unsupported", "'1', which"),
@@ -600,7 +613,7 @@ def test_a_conversation_with_unreadable_state_can_still_be_deleted(scripted_host
     assert history_of(running, "doomed") == [("user", "start over"), ("assistant", fresh.json()["text"])]
 
 
-# -- the sample of schema version 1 -------------------------------------------------------------------------------
+# -- samples of every schema version ----------------------------------------------------------------------------
 
 
 @tool
@@ -610,7 +623,7 @@ def get_weather(city: str) -> str:
 
 
 def sample_agent() -> Agent:
-    """The agent that wrote the v1 sample: tools, core history and summarizing compaction, as a user would set it up."""
+    """The agent that wrote the samples: tools, core history and summarizing compaction, as a user would set it up."""
     history = InMemoryHistoryProvider(skip_excluded=True)
     compaction = CompactionProvider(
         after_strategy=SummarizationStrategy(client=OfflineChatClient(), target_count=4, threshold=2),
@@ -635,21 +648,22 @@ SAMPLE_TURNS = [
 ]
 
 
-def build_v1_sample() -> dict[str, Any]:
-    """Run the sample conversation through the real entity and return its stored state.
+def build_sample() -> dict[str, Any]:
+    """Run the sample conversation through the real entity and return its stored state, in today's version.
 
-    Regenerate the checked-in file (only when adding a sample, never to make a test pass):
+    Write the checked-in file of a new schema version (only when adding a version, never to make a test pass):
     python -c "import sys; sys.path[:0] = ['tests', 'tests/reliability']; import json, test_faults as t;
-    open('tests/data/state_v1_sample.json', 'w').write(json.dumps(t.build_v1_sample(), indent=1) + '\\n')"
+    from agent_host._state import SCHEMA_VERSION as v;
+    open(f'tests/data/state_v{v}_sample.json', 'w').write(json.dumps(t.build_sample(), indent=1) + '\\n')"
     """
-    driver = EntityDriver(entity_function(build_app(sample_agent()), "assistant"), ENTITY, "sample-v1")
+    driver = EntityDriver(entity_function(build_app(sample_agent()), "assistant"), ENTITY, f"sample-v{SCHEMA_VERSION}")
     for number, message in enumerate(SAMPLE_TURNS):
         driver.run_turn(f"0000000000{number}sample", message)
     return driver.decoded()
 
 
 def assert_holds_tool_calls_and_compaction_annotations(state: dict[str, Any]) -> None:
-    assert state["schemaVersion"] == 1 == SCHEMA_VERSION
+    assert state["schemaVersion"] == SCHEMA_VERSION
     kinds = {content["type"] for record in state["messages"] for content in record.get("contents", [])}
     assert {"function_call", "function_result"} <= kinds
     props = [record.get("props", {}) for record in state["messages"]]
@@ -659,35 +673,68 @@ def assert_holds_tool_calls_and_compaction_annotations(state: dict[str, Any]) ->
     assert state["turnCount"] == len(SAMPLE_TURNS)
 
 
-def test_the_v1_sample_holds_tool_calls_and_compaction_annotations() -> None:
-    assert_holds_tool_calls_and_compaction_annotations(decode_state(SAMPLE_V1.read_text()))
+@pytest.mark.parametrize("version", list(SAMPLES))
+def test_each_sample_is_read_with_its_tool_calls_and_compaction_annotations(version: int) -> None:
+    text = SAMPLES[version].read_text()
+
+    assert json.loads(text)["schemaVersion"] == version
+    assert_holds_tool_calls_and_compaction_annotations(decode_state(text))
 
 
-def test_the_sample_recipe_still_writes_the_same_kind_of_v1_state() -> None:
+def test_the_sample_recipe_still_writes_the_same_kind_of_state_as_the_newest_sample() -> None:
     # Not compared byte for byte (times differ, and compaction parity work may move summaries): same top-level
     # fields, and still every kind of content and annotation the sample exists to cover.
-    fresh = build_v1_sample()
+    fresh = build_sample()
 
     assert_holds_tool_calls_and_compaction_annotations(fresh)
-    assert fresh.keys() == decode_state(SAMPLE_V1.read_text()).keys()
+    assert fresh.keys() == decode_state(SAMPLES[SCHEMA_VERSION].read_text()).keys()
 
 
-def test_a_turn_runs_on_the_v1_sample(tmp_path: Path) -> None:
-    sample = SAMPLE_V1.read_text()
+def test_version_1_is_read_with_every_author_and_answer_it_stored() -> None:
+    # Version 1 stored every author; version 2 implies the agent's own name on its assistant messages.
+    raw = json.loads(SAMPLES[1].read_text())
+    upgraded = decode_state(SAMPLES[1].read_text())
+
+    def authors(records: list[dict[str, Any]], agent: str | None) -> list[tuple[str, str | None]]:
+        return [(record["id"], record_author(record, agent)) for record in records]
+
+    v1_authors = [(record["id"], record.get("author")) for record in raw["messages"]]
+    assert authors(upgraded["messages"], upgraded["agent"]) == v1_authors
+    assert ("assistant", None) in [(r["role"], r["author"]) for r in upgraded["messages"] if "author" in r]
+    assert [r for r in upgraded["messages"] if r["role"] == "assistant" and r.get("author") == "assistant"] == []
+    for turn_id, record in raw["turns"].items():
+        answer = answer_messages(upgraded, upgraded["turns"][turn_id])
+        assert [m["id"] for m in answer] == [m["id"] for m in record["messages"]]
+        assert authors(answer, upgraded["agent"]) == [(m["id"], m.get("author")) for m in record["messages"]]
+        assert [message_text(m) for m in answer] == [message_text(m) for m in record["messages"]]
+
+
+@pytest.mark.parametrize("version", list(SAMPLES))
+def test_a_turn_runs_on_each_sample(version: int, tmp_path: Path) -> None:
+    sample = SAMPLES[version].read_text()
     stored = decode_state(sample)
+    key = stored["conversationId"]
     running = RunningHost(lambda: build_app(sample_agent()), tmp_path)
     assert running.host is not None
     try:
-        running.host.store.write_state(ENTITY, "sample-v1", sample)  # as an earlier build stored it
-        reply = running.request("POST", f"{BASE}/sample-v1/turns", {"message": "What is my name?"})
-        after = decode_state(running.host.store.read_state(ENTITY, "sample-v1") or "")
+        running.host.store.write_state(ENTITY, key, sample)  # as an earlier build stored it
+        reply = running.request("POST", f"{BASE}/{key}/turns", {"message": "What is my name?"})
+        written = running.host.store.read_state(ENTITY, key) or ""
+        after = decode_state(written)
+        turns = {turn_id: running.request("GET", f"{BASE}/{key}/turns/{turn_id}") for turn_id in stored["turns"]}
     finally:
         running.stop()
 
     assert reply.status == 200 and reply.json()["text"] == "[offline model] Your name is Ada."
+    assert json.loads(written)["schemaVersion"] == SCHEMA_VERSION  # upgraded state is written back upgraded
     assert after["turnCount"] == stored["turnCount"] + 1
     ids_after = [record["id"] for record in after["messages"]]
     assert [i for i in ids_after if i in {r["id"] for r in stored["messages"]}] == [r["id"] for r in stored["messages"]]
     assert [r["role"] for r in after["messages"][-2:]] == ["user", "assistant"]
     assert after["messages"][-2]["text"] == "What is my name?"
     assert set(stored["turns"]) <= set(after["turns"]) | set(after.get("expiredTurns", []))
+    for turn_id, response in turns.items():
+        answer = answer_messages(stored, stored["turns"][turn_id])
+        assert response.status == 200
+        assert response.json()["text"] == "".join(message_text(m) for m in answer)
+        assert [m["authorName"] for m in response.json()["messages"]] == ["assistant"] * len(answer)

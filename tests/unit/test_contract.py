@@ -18,8 +18,22 @@ def test_turn_text_matches_core_response_text_for_a_multi_message_answer() -> No
         ]
     )
 
-    record = completed_record(response, 1)
+    record = completed_record(response, 1, "assistant", [])
 
     assert "text" not in record  # stored once, as messages
-    assert turn_text(record) == response.text == "It is sunny today.  Anything else?  "
-    assert render_turn("c1", "t1", record)["text"] == response.text
+    assert turn_text(record, record["messages"]) == response.text == "It is sunny today.  Anything else?  "
+    assert render_turn("c1", "t1", record, record["messages"], "assistant")["text"] == response.text
+
+
+def test_an_answer_the_transcript_holds_as_delivered_is_named_and_any_other_is_copied() -> None:
+    answer = Message("assistant", ["Noted."], message_id="a1", author_name="assistant")
+    held = {"id": "a1", "role": "assistant", "text": "Noted.", "at": 7}  # stored a millisecond earlier
+
+    assert completed_record(AgentResponse(messages=[answer]), 8, "assistant", [held])["messages"] == ["a1"]
+    edited = {**held, "text": "Noted!"}
+    assert completed_record(AgentResponse(messages=[answer]), 8, "assistant", [edited])["messages"] == [
+        {"id": "a1", "role": "assistant", "text": "Noted.", "at": 8}
+    ]
+    assert completed_record(AgentResponse(messages=[answer]), 8, "assistant", [])["messages"] == [
+        {"id": "a1", "role": "assistant", "text": "Noted.", "at": 8}
+    ]

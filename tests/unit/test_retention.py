@@ -46,10 +46,10 @@ def tool_group(call_id: str, *, results: int = 1, size: int = 600) -> list[dict[
         Content.from_function_call(f"{call_id}-{n}", "lookup", arguments=json.dumps({"query": "x" * (size // 4)}))
         for n in range(results)
     ]
-    records = [message_to_record(Message("assistant", calls, message_id=f"{call_id}.call"), NOW)]
+    records = [message_to_record(Message("assistant", calls, message_id=f"{call_id}.call"), NOW, None)]
     for n in range(results):
         result = Content.from_function_result(f"{call_id}-{n}", result="r" * size)
-        records.append(message_to_record(Message("tool", [result], message_id=f"{call_id}.result{n}"), NOW))
+        records.append(message_to_record(Message("tool", [result], message_id=f"{call_id}.result{n}"), NOW, None))
     return records
 
 

@@ -36,7 +36,7 @@ def test_new_state_round_trips() -> None:
     assert state["schemaVersion"] == SCHEMA_VERSION
 
 
-@pytest.mark.parametrize("version", [None, 0, 2, "1"])
+@pytest.mark.parametrize("version", [None, 0, SCHEMA_VERSION + 1, "1", "2", True, 2.0])
 def test_other_schema_versions_are_refused(version: object) -> None:
     state = new_state("assistant", "c1", RetentionSettings(), 1)
     state["schemaVersion"] = version

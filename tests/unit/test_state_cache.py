@@ -102,7 +102,7 @@ def cached_state(cache: ConversationCache, messages: list[dict[str, Any]]) -> tu
 def test_an_unchanged_message_maps_back_to_its_record_and_an_edited_one_does_not() -> None:
     cache = ConversationCache()
     state, _ = cached_state(cache, records("hi", "hello", "bye"))
-    history = cache.history_for(state["messages"])
+    history = cache.history_for(state["messages"], "assistant")
     kept, annotated, renamed = history.messages
 
     annotated.additional_properties["_excluded"] = True
@@ -117,11 +117,11 @@ def test_messages_a_failed_run_may_have_changed_are_rebuilt_for_the_next_run() -
     # A run that fails never reports which messages it left unchanged, so none of them is trusted again.
     cache = ConversationCache()
     state, text = cached_state(cache, records("hi", "hello"))
-    first = cache.history_for(state["messages"])
+    first = cache.history_for(state["messages"], "assistant")
     first.messages[1].additional_properties["_excluded"] = True  # changed in place, then the run failed
 
     cache.remember("assistant", "c1", state, text)
-    second = cache.history_for(cache.decode("assistant", "c1", text)["messages"])
+    second = cache.history_for(cache.decode("assistant", "c1", text)["messages"], "assistant")
 
     assert all(again is not before for again, before in zip(second.messages, first.messages, strict=True))
     assert second.messages[1].additional_properties == {}
@@ -130,13 +130,13 @@ def test_messages_a_failed_run_may_have_changed_are_rebuilt_for_the_next_run() -
 def test_a_transcript_that_changed_other_than_by_growing_gets_the_messages_of_its_own_records() -> None:
     cache = ConversationCache()
     state, _ = cached_state(cache, records("first", "second", "third"))
-    last_run = cache.history_for(state["messages"])
+    last_run = cache.history_for(state["messages"], "assistant")
     assert all(last_run.record_for(message) for message in last_run.messages)
     summary = {"id": "s1", "role": "assistant", "text": "summary of first", "at": 0}
     rewritten = {**state, "messages": [summary, *state["messages"][1:], *records("a", "b", "c", "fourth")[3:]]}
 
     cache.remember("assistant", "c1", rewritten, encode_state(rewritten))
-    next_run = cache.history_for(rewritten["messages"])
+    next_run = cache.history_for(rewritten["messages"], "assistant")
 
     assert [m.text for m in next_run.messages] == ["summary of first", "second", "third", "fourth"]
     assert next_run.messages[1] is last_run.messages[1]  # unchanged records keep their messages
@@ -147,7 +147,7 @@ def test_a_string_this_process_did_not_write_is_decoded_and_validated() -> None:
     cached_state(cache, records("hi"))
 
     with pytest.raises(StateCorruptError):
-        cache.decode("assistant", "c1", '{"schemaVersion": 1, "messages": [{"id": "x"}]}')
+        cache.decode("assistant", "c1", '{"schemaVersion": 2, "messages": [{"id": "x"}]}')
 
 
 json_values = st.recursive(
@@ -186,22 +186,23 @@ def test_plain_text_records_are_built_exactly_as_record_to_message_builds_them()
     plain = {"id": "t1.0", "role": "assistant", "text": "Noted.", "author": "helper", "at": 5}
     annotated = {**plain, "props": {"_group": {"id": "g1"}}}
 
-    built = factory.build(plain)
+    built = factory.build(plain, "assistant")
 
     assert built is not None
-    assert built.to_dict() == record_to_message(plain).to_dict()
-    assert built.contents[0].additional_properties is not factory.build(plain).contents[0].additional_properties
-    assert factory.build(annotated) is None
+    assert built.to_dict() == record_to_message(plain, "assistant").to_dict()
+    again = factory.build(plain, "assistant")
+    assert again is not None and built.contents[0].additional_properties is not again.contents[0].additional_properties
+    assert factory.build(annotated, "assistant") is None
 
 
 def test_messages_lent_to_a_run_that_raised_before_committing_are_rebuilt() -> None:
     # The operation raised after the run (nothing remembered), and the host hands back the same string.
     cache = ConversationCache()
     state, text = cached_state(cache, records("hi", "hello"))
-    first = cache.history_for(state["messages"])
+    first = cache.history_for(state["messages"], "assistant")
     first.messages[0].additional_properties["_excluded"] = True
 
-    second = cache.history_for(cache.decode("assistant", "c1", text)["messages"])
+    second = cache.history_for(cache.decode("assistant", "c1", text)["messages"], "assistant")
 
     assert second.messages[0] is not first.messages[0]
     assert second.messages[0].additional_properties == {}
