@@ -82,13 +82,14 @@ def _stored_by_id(transcript: Sequence[dict[str, Any]], ids: set[str]) -> dict[s
     return found
 
 
+_ABSENT = object()
+
+
 def _same_but_time(delivered: dict[str, Any], stored: dict[str, Any] | None) -> bool:
+    """Whether the stored record is the delivered one, but for when it was stored."""
     if stored is None or len(stored) != len(delivered):
         return False
     return all(key == "at" or stored.get(key, _ABSENT) == value for key, value in delivered.items())
-
-
-_ABSENT = object()
 
 
 def answer_messages(state: dict[str, Any], record: dict[str, Any]) -> list[dict[str, Any]]:

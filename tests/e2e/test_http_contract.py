@@ -91,6 +91,8 @@ def test_conversation_and_messages_in_order(host: RunningHost) -> None:
         ("assistant", "[offline model] Yo"),
     ]
     assert all(m["messageId"] and m["createdAt"].endswith("Z") for m in listed)
+    # The agent's name is implied in storage, and still shown on each of its messages.
+    assert [m.get("authorName") for m in listed] == [None, "assistant", None, "assistant"]
 
 
 def test_delete_removes_the_conversation(host: RunningHost) -> None:
