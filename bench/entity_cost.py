@@ -99,25 +99,27 @@ class EntityBench:
         ).get_user_function()
         self.state: str | None = None
         self.turns = 0
-        self.grow_ms: list[float] = []
 
     def run(self, state: str | None, turn: int) -> str:
         """Run turn `turn` on `state` through the entity function; the new state string."""
-        return checked(self.function(self._batch(state, turn)))
+        return checked(self.function(self.batch(state, turn)))
+
+    def timed_run(self, state: str | None, turn: int) -> tuple[float, str]:
+        """Run turn `turn` on `state`; the CPU time of the entity function alone (no collection first) and the
+        new state string. Without a collection before each turn, a run of them pays its collector's work as a
+        worker does."""
+        batch = self.batch(state, turn)
+        outputs: list[str] = []
+        elapsed = cpu_ms(lambda: outputs.append(self.function(batch)), collect=False)
+        return elapsed, checked(outputs[0])
 
     def grow_to(self, turns: int) -> Snapshot:
-        """Run turns until the conversation has had `turns`; the CPU time of each is kept in `grow_ms`."""
+        """Run turns until the conversation has had `turns`."""
         previous = self.state
         while self.turns < turns:
             previous = self.state
             self.turns += 1
-            batch = self._batch(self.state, self.turns)
-            outputs: list[str] = []
-            # No collection before each growth turn: their mean then includes the collector's work, as in a worker.
-            self.grow_ms.append(
-                cpu_ms(lambda batch=batch, outputs=outputs: outputs.append(self.function(batch)), collect=False)
-            )
-            self.state = checked(outputs[0])
+            self.state = self.run(self.state, self.turns)
         assert self.state is not None
         return Snapshot(self.turns, self.state, previous)
 
@@ -131,7 +133,7 @@ class EntityBench:
     def time_next_turn(self, snapshot: Snapshot, repeats: int, *, with_core: bool = True) -> TurnCost:
         """Time turn `snapshot.turns + 1` cold and warm, beside the floor and core's own run, interleaved."""
         next_turn = snapshot.turns + 1
-        cold_batch = self._batch(snapshot.state, next_turn)
+        cold_batch = self.batch(snapshot.state, next_turn)
         warm: dict[str, str] = {}
 
         def prepare_cold() -> None:
@@ -141,7 +143,7 @@ class EntityBench:
             # Replay the snapshot's last turn in this process, so the state handed in is the string it wrote.
             CONVERSATION_CACHE.clear()
             written = self.run(snapshot.previous, snapshot.turns)
-            warm["batch"] = self._batch(written, next_turn)
+            warm["batch"] = self.batch(written, next_turn)
 
         outputs: list[str] = []  # checked after timing, so the check is not timed
         cases: dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]] = {
@@ -166,7 +168,8 @@ class EntityBench:
             core_ms=medians.get("core"),
         )
 
-    def _batch(self, state: str | None, turn: int) -> str:
+    def batch(self, state: str | None, turn: int) -> str:
+        """The host's batch running turn `turn` on `state`."""
         request = {"turnId": turn_id(turn), "message": user_message(turn)}
         return entity_batch(ENTITY_NAME, KEY, state, [("run", request)])
 

@@ -379,7 +379,8 @@ Measured {results["generated_at"]} on {info["cpu"]} ({info["cores"]} cores, {inf
 - **HTTP latency** is wall time of `POST .../turns` with `wait: true` against `python -m agent_host serve`'s
   local host on loopback; the model takes no time, so all of it is host-added.
 - **Retention.** A budget whose high watermark (85%) is reached at turn 100; turns 101 and 1,001 timed as above,
-  and the mean of the 20 turns before each (evictions included).
+  and the mean of the 20 turns before each (evictions included), each window replayed from the state it started
+  from, early and late alternating round by round (median round), so both share the machine's conditions.
 """
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page)

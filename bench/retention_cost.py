@@ -7,6 +7,7 @@ the same conversation: its high watermark is the state size `budget_turn` turns 
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import statistics
@@ -15,11 +16,12 @@ from typing import Any
 
 from agent_host import HostSettings
 from agent_host._state import RetentionSettings
+from agent_host._state_cache import CONVERSATION_CACHE
 
 from .entity_cost import EntityBench, TurnCost, unbounded_settings
 
 HIGH_WATERMARK = 0.85
-# Turns around each measuring point whose growth cost is averaged, evictions included.
+# Turns before each measuring point whose mean cost is reported, evictions included.
 AMORTIZE_TURNS = 20
 
 
@@ -49,22 +51,30 @@ def calibrated_budget(budget_turn: int, max_turn_records: int) -> int:
 
 
 def measure_retention(early_turn: int, late_turn: int, repeats: int, max_turn_records: int) -> RetentionFigures:
-    """Section 4: the cost of turn `early_turn + 1` and of turn `late_turn + 1` under `auto` retention."""
+    """Section 4: the cost of turn `early_turn + 1` and of turn `late_turn + 1` under `auto` retention.
+
+    Also the mean cost of the turns just before each, evictions included: both windows are replayed from the
+    states they started from, round by round, so early and late share the machine's conditions.
+    """
     budget = calibrated_budget(early_turn, max_turn_records)
     bench = EntityBench(_settings(RetentionSettings(mode="auto", max_state_bytes=budget), max_turn_records))
-    early_snapshot = bench.grow_to(early_turn)
-    early = bench.time_next_turn(early_snapshot, repeats, with_core=False)
-    early_amortized = _amortized(bench.grow_ms, early_turn)
+    window = min(AMORTIZE_TURNS, early_turn)
+    starts = [_grown_to(bench, early_turn - window)]
+    early = bench.time_next_turn(bench.grow_to(early_turn), repeats, with_core=False)
+    starts.append(_grown_to(bench, late_turn - window))
     late_snapshot = bench.grow_to(late_turn)
     late = bench.time_next_turn(late_snapshot, repeats, with_core=False)
-    late_amortized = _amortized(bench.grow_ms, late_turn)
+    rounds: list[list[float]] = [[], []]
+    for _ in range(repeats):
+        for spent, (turn, state) in zip(rounds, starts, strict=True):
+            spent.append(_window_ms(bench, turn, state, window))
     truncation = json.loads(late_snapshot.state).get("truncation") or {}
     return RetentionFigures(
         max_state_bytes=budget,
         early=early,
         late=late,
-        early_amortized_ms=early_amortized,
-        late_amortized_ms=late_amortized,
+        early_amortized_ms=statistics.median(rounds[0]) / window,
+        late_amortized_ms=statistics.median(rounds[1]) / window,
         evicted_messages=int(truncation.get("evictedMessages", 0)),
     )
 
@@ -73,7 +83,19 @@ def _settings(retention: RetentionSettings, max_turn_records: int) -> HostSettin
     return HostSettings(retention=retention, max_turn_records=max_turn_records)
 
 
-def _amortized(grow_ms: list[float], turn: int) -> float:
-    """Mean CPU time of the turns just before `turn`: the evictions among them are paid for in the mean."""
-    window = grow_ms[max(0, turn - AMORTIZE_TURNS) : turn]
-    return statistics.fmean(window) if window else 0.0
+def _grown_to(bench: EntityBench, turn: int) -> tuple[int, str | None]:
+    """The conversation after `turn` turns (None before the first), as a window's starting point."""
+    if turn > bench.turns:
+        bench.grow_to(turn)
+    return bench.turns, bench.state
+
+
+def _window_ms(bench: EntityBench, turn: int, state: str | None, window: int) -> float:
+    """CPU time of the `window` turns after `turn`, replayed from `state` (the first one as after a restart)."""
+    CONVERSATION_CACHE.clear()
+    gc.collect()
+    spent = 0.0
+    for number in range(turn + 1, turn + window + 1):
+        elapsed, state = bench.timed_run(state, number)
+        spent += elapsed
+    return spent
