@@ -12,7 +12,7 @@ from typing import Any
 from . import report
 from .entity_cost import measure_turn_costs
 from .http_latency import measure_latency
-from .published import PUBLISHED_PACKAGE, PUBLISHED_VERSION, PublishedHostUnavailableError, measure_published
+from .published import PUBLISHED_PACKAGE, PUBLISHED_VERSION, PublishedHost, PublishedHostUnavailableError
 from .retention_cost import measure_retention
 
 
@@ -59,15 +59,26 @@ def run(*, quick: bool, published: bool) -> dict[str, Any]:
     machine = report.machine()
     published_figures = None
     status = "skipped (quick mode)" if quick else "skipped (--no-published)"
+    published_host = None
     if published:
-        _progress("published host: growing its conversation and timing turns...")
+        _progress("published host: installing it (first run only) and starting its driver...")
         try:
-            published_figures = measure_published(list(plan.sizes), plan.repeats)
-            status = "measured"
+            published_host = PublishedHost()
         except PublishedHostUnavailableError as exc:
             status = f"unavailable: {exc}"
-    _progress("agent-host: growing a conversation and timing turns...")
-    costs = measure_turn_costs(list(plan.sizes), plan.repeats)
+    _progress("agent-host (and the published host): growing a conversation and timing turns...")
+    try:
+        costs = measure_turn_costs(list(plan.sizes), plan.repeats, published_host)
+    finally:
+        if published_host is not None:
+            published_host.close()
+    if published_host is not None:
+        status = "measured"
+        published_figures = {
+            "version": published_host.version,
+            "core_version": published_host.core_version,
+            "sizes": [cost.extra["published"] for cost in costs],
+        }
     rows = report.turn_cost_rows(costs, published_figures)
     _progress("HTTP API: waited turns on the local host...")
     http = measure_latency(plan.sequential_turns, plan.conversations, plan.turns_each)

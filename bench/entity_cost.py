@@ -21,6 +21,7 @@ from agent_host._history import record_to_message
 from agent_host._state import RetentionSettings, encode_state
 from agent_host._state_cache import CONVERSATION_CACHE
 
+from .published import PublishedHost
 from .workload import (
     AGENT_INSTRUCTIONS,
     AGENT_NAME,
@@ -130,8 +131,13 @@ class EntityBench:
             snapshot = self.grow_to(self.turns + 1)
         return snapshot
 
-    def time_next_turn(self, snapshot: Snapshot, repeats: int, *, with_core: bool = True) -> TurnCost:
-        """Time turn `snapshot.turns + 1` cold and warm, beside the floor and core's own run, interleaved."""
+    def time_next_turn(
+        self, snapshot: Snapshot, repeats: int, *, with_core: bool = True, published: PublishedHost | None = None
+    ) -> TurnCost:
+        """Time turn `snapshot.turns + 1` cold and warm, beside the floor and core's own run, interleaved.
+
+        With `published` (its conversation grown to the same size), its turn and its floor join the rounds.
+        """
         next_turn = snapshot.turns + 1
         cold_batch = self.batch(snapshot.state, next_turn)
         warm: dict[str, str] = {}
@@ -153,7 +159,8 @@ class EntityBench:
         }
         if with_core:
             cases["core"] = _core_run(snapshot.state, next_turn)
-        medians = interleaved_medians(cases, repeats)
+        elsewhere = {"published": published.turn_ms, "published_floor": published.floor_ms} if published else {}
+        medians = interleaved_medians(cases, repeats, elsewhere)
         CONVERSATION_CACHE.clear()
         for output in outputs:
             checked(output)
@@ -166,6 +173,9 @@ class EntityBench:
             cold_ms=medians["cold"],
             warm_ms=medians["warm"],
             core_ms=medians.get("core"),
+            extra={"published": {"turn_ms": medians["published"], "floor_ms": medians["published_floor"]}}
+            if published
+            else {},
         )
 
     def batch(self, state: str | None, turn: int) -> str:
@@ -217,11 +227,19 @@ def unbounded_settings() -> HostSettings:
     return HostSettings(retention=RetentionSettings(mode="auto", max_state_bytes=UNBOUNDED_BYTES))
 
 
-def measure_turn_costs(sizes: list[int], repeats: int) -> list[TurnCost]:
-    """Section 1: one conversation grown to each size (stored messages), one more turn timed from each."""
+def measure_turn_costs(sizes: list[int], repeats: int, published: PublishedHost | None = None) -> list[TurnCost]:
+    """Section 1: one conversation grown to each size (stored messages), one more turn timed from each.
+
+    With `published`, the published host grows the same conversation and is timed in the same rounds; what it
+    stored is in each cost's `extra["published"]`.
+    """
     bench = EntityBench(unbounded_settings())
     costs: list[TurnCost] = []
     for size in sorted(sizes):
         snapshot = bench.grow_to_messages(size)
-        costs.append(bench.time_next_turn(snapshot, repeats))
+        grown = published.grow(size) if published else {}
+        cost = bench.time_next_turn(snapshot, repeats, published=published)
+        if published:
+            cost.extra["published"].update(grown)
+        costs.append(cost)
     return costs

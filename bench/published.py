@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,6 @@ BENCH_DIR = Path(__file__).resolve().parent
 VENVS_DIR = BENCH_DIR / ".venvs"
 DRIVER = BENCH_DIR / "published_driver.py"
 INSTALL_TIMEOUT_SECONDS = 900
-RUN_TIMEOUT_SECONDS = 3600
 
 
 class PublishedHostUnavailableError(RuntimeError):
@@ -65,27 +65,76 @@ def ensure_published_venv(version: str = PUBLISHED_VERSION) -> Path:
     return python
 
 
-def measure_published(sizes: list[int], repeats: int, version: str = PUBLISHED_VERSION) -> dict[str, Any]:
-    """Section 1 and 2 for the published host: its turn cost, floor and state size at each size.
+class PublishedHost:
+    """The published host's driver running in its own virtual environment, timing turns on request.
+
+    Use as a context manager; every call waits for the driver's answer. The CPU times it returns are measured in
+    the driver's process by the same rule as ours (`workload.cpu_ms`).
 
     Raises:
-        PublishedHostUnavailableError: it could not be installed, or its driver failed.
+        PublishedHostUnavailableError: it could not be installed, or its driver failed or stopped answering.
     """
-    python = ensure_published_venv(version)
-    request = json.dumps({"sizes": sizes, "repeats": repeats})
-    try:
-        completed = subprocess.run(
-            [str(python), str(DRIVER), request],
-            check=True,
-            capture_output=True,
+
+    def __init__(self, version: str = PUBLISHED_VERSION) -> None:
+        python = ensure_published_venv(version)
+        # Its log goes to a file: a pipe nobody reads while it runs would fill up and stall it.
+        self._log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed by close()
+        self._process = subprocess.Popen(
+            [str(python), str(DRIVER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
             text=True,
-            timeout=RUN_TIMEOUT_SECONDS,
             cwd=BENCH_DIR.parent,
         )
-    except subprocess.CalledProcessError as exc:
-        raise PublishedHostUnavailableError(
-            f"The published host's driver failed: {exc.stderr.strip()[-1500:]}"
-        ) from None
-    except subprocess.TimeoutExpired:
-        raise PublishedHostUnavailableError(f"The published host's driver ran over {RUN_TIMEOUT_SECONDS} s.") from None
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+        hello = self._answer()
+        self.version: str = hello["version"]
+        self.core_version: str = hello["core_version"]
+
+    def __enter__(self) -> PublishedHost:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def grow(self, messages: int) -> dict[str, Any]:
+        """Grow its conversation to at least `messages` stored messages: `{"messages", "state_bytes"}`."""
+        return self._ask({"op": "grow", "messages": messages})
+
+    def turn_ms(self) -> float:
+        """The CPU time of one more turn from the conversation as grown."""
+        return float(self._ask({"op": "turn"})["ms"])
+
+    def floor_ms(self) -> float:
+        """The CPU time of `json.loads` + `json.dumps` of its stored state."""
+        return float(self._ask({"op": "floor"})["ms"])
+
+    def close(self) -> None:
+        if self._process.stdin is not None and not self._process.stdin.closed:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._log.close()
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._process.stdin is not None
+        try:
+            self._process.stdin.write(json.dumps(request) + "\n")
+            self._process.stdin.flush()
+        except BrokenPipeError:
+            pass  # the driver stopped: `_answer` reports why
+        return self._answer()
+
+    def _answer(self) -> dict[str, Any]:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            self._process.kill()
+            self._process.wait()
+            self._log.seek(0)
+            stderr = self._log.read()
+            raise PublishedHostUnavailableError(f"The published host's driver stopped: {stderr.strip()[-1500:]}")
+        return json.loads(line)  # type: ignore[no-any-return]

@@ -1,15 +1,21 @@
-"""Drives the published host's `dafx-{name}` entity through the host's JSON batch format; prints figures as JSON.
+"""Drives the published host's `dafx-{name}` entity through the host's JSON batch format, on request.
 
 Runs with the python of the separate virtual environment that holds `agent-framework-azurefunctions`
 (see `bench/published.py`), never with the project's: it imports neither `agent_host` nor the project's tests.
-Usage: `python published_driver.py '{"sizes": [20, 200, 2000], "repeats": 7}'`.
+It reads one JSON request per line on stdin and answers each with one JSON line on stdout, so the benchmark can
+time its turns round by round with agent-host's (interleaved, under the same machine conditions):
+
+- first, unasked: `{"version": ..., "core_version": ...}`
+- `{"op": "grow", "messages": N}`: grow the conversation to at least N stored messages and keep it as the
+  snapshot to time from → `{"messages": ..., "state_bytes": ...}`
+- `{"op": "turn"}`: the CPU time of one more turn from the snapshot → `{"ms": ...}`
+- `{"op": "floor"}`: the CPU time of `json.loads` + `json.dumps` of the snapshot → `{"ms": ...}`
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -20,15 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent_framework import Agent
 from agent_framework_azurefunctions import AgentFunctionApp
 
-from bench.workload import (
-    AGENT_INSTRUCTIONS,
-    AGENT_NAME,
-    ZeroLatencyChatClient,
-    entity_batch,
-    interleaved_medians,
-    user_message,
-)
+from bench.workload import AGENT_INSTRUCTIONS, AGENT_NAME, ZeroLatencyChatClient, cpu_ms, entity_batch, user_message
 
+PACKAGE = "agent-framework-azurefunctions"
 ENTITY_NAME = f"dafx-{AGENT_NAME}"
 KEY = "bench-conversation"
 
@@ -63,54 +63,56 @@ def checked(output: str) -> str:
     return decoded["entityState"]
 
 
-def measure(sizes: list[int], repeats: int) -> dict[str, Any]:
-    """Grow one conversation to each size in `sizes` (stored messages) and time one more turn from each."""
-    app = AgentFunctionApp(
-        agents=[Agent(ZeroLatencyChatClient(), AGENT_INSTRUCTIONS, name=AGENT_NAME)],
-        enable_health_check=False,
-        enable_http_endpoints=False,
-    )
-    function = next(f for f in app.get_functions() if f.get_function_name() == ENTITY_NAME).get_user_function()
-    state: str | None = None
-    turn = 0
-    figures: list[dict[str, Any]] = []
-    grow_started = time.perf_counter()
-    for size in sorted(sizes):
-        while state is None or stored_messages(state) < size:
-            turn += 1
-            state = checked(function(entity_batch(ENTITY_NAME, KEY, state, [("run", run_request(turn))])))
-        snapshot = state
-        batch = entity_batch(ENTITY_NAME, KEY, snapshot, [("run", run_request(turn + 1))])
-        after = checked(function(batch))
-        if stored_messages(after) != stored_messages(snapshot) + 2:
+class Driver:
+    """The published host's app, its entity function, and one conversation grown on request."""
+
+    def __init__(self) -> None:
+        app = AgentFunctionApp(
+            agents=[Agent(ZeroLatencyChatClient(), AGENT_INSTRUCTIONS, name=AGENT_NAME)],
+            enable_health_check=False,
+            enable_http_endpoints=False,
+        )
+        self.function = next(f for f in app.get_functions() if f.get_function_name() == ENTITY_NAME).get_user_function()
+        self.state: str | None = None
+        self.turn = 0
+        self.batch = ""
+
+    def grow(self, messages: int) -> dict[str, Any]:
+        """Grow the conversation to at least `messages` stored messages; the next timed turn starts there."""
+        while self.state is None or stored_messages(self.state) < messages:
+            self.turn += 1
+            self.state = checked(
+                self.function(entity_batch(ENTITY_NAME, KEY, self.state, [("run", run_request(self.turn))]))
+            )
+        self.batch = entity_batch(ENTITY_NAME, KEY, self.state, [("run", run_request(self.turn + 1))])
+        if stored_messages(checked(self.function(self.batch))) != stored_messages(self.state) + 2:
             raise RuntimeError("The published entity did not store the timed turn's two messages.")
-        medians = interleaved_medians(
-            {
-                "turn": (lambda batch=batch: function(batch), None),
-                "floor": (lambda snapshot=snapshot: json.dumps(json.loads(snapshot)), None),
-            },
-            repeats,
-        )
-        figures.append(
-            {
-                "messages": stored_messages(snapshot),
-                "state_bytes": len(snapshot.encode("utf-8")),
-                "turn_ms": medians["turn"],
-                "floor_ms": medians["floor"],
-            }
-        )
-    return {
-        "version": metadata.version("agent-framework-azurefunctions"),
-        "core_version": metadata.version("agent-framework-core"),
-        "grow_seconds": time.perf_counter() - grow_started,
-        "sizes": figures,
-    }
+        return {"messages": stored_messages(self.state), "state_bytes": len(self.state.encode("utf-8"))}
+
+    def time_turn(self) -> dict[str, float]:
+        return {"ms": cpu_ms(lambda: self.function(self.batch))}
+
+    def time_floor(self) -> dict[str, float]:
+        state = self.state or "null"
+        return {"ms": cpu_ms(lambda: json.dumps(json.loads(state)))}
 
 
 def main() -> None:
-    """Read the request from the first argument, print the figures as one JSON document."""
-    request = json.loads(sys.argv[1])
-    print(json.dumps(measure(list(request["sizes"]), int(request["repeats"]))))
+    """Say which versions run, then answer requests from stdin until it closes."""
+    driver = Driver()
+    hello = {"version": metadata.version(PACKAGE), "core_version": metadata.version("agent-framework-core")}
+    print(json.dumps(hello), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["op"] == "grow":
+            answer: dict[str, Any] = driver.grow(int(request["messages"]))
+        elif request["op"] == "turn":
+            answer = driver.time_turn()
+        elif request["op"] == "floor":
+            answer = driver.time_floor()
+        else:
+            raise ValueError(f"Unknown request {request!r}")
+        print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":

@@ -361,7 +361,8 @@ Measured {results["generated_at"]} on {info["cpu"]} ({info["cores"]} cores, {inf
 - **Through the entity function.** Turns go through the entity function exactly as the Functions host calls it:
   the host's JSON batch (state as a JSON string, operation input encoded twice) in, the JSON result out. The
   published host's `dafx-{{name}}` entity is driven the same way, with the same messages, in its own virtual
-  environment (`bench/.venvs/`).
+  environment (`bench/.venvs/`), by a driver process that times one of its turns (or its floor) per request,
+  so its figures join the same rounds as ours.
 - **Cold and warm.** *Cold*: the process has never seen the state string (every cache cleared), as after a
   restart or when another worker wrote the state. *Warm*: the state string handed in is the one this process
   wrote last, the usual case for a worker that keeps serving a conversation; agent-host then reuses the decoded
@@ -369,8 +370,8 @@ Measured {results["generated_at"]} on {info["cpu"]} ({info["cores"]} cores, {inf
   nothing between operations, so it has one figure.
 - **CPU time, interleaved.** Each figure is the median over the repeats of the CPU time of the whole process
   (`time.process_time`, every thread), after a warm-up and a garbage collection: the machines are shared, and
-  CPU time measures the work a turn does, not how long it waited for a core. Floor, cold, warm and core runs
-  alternate round by round, so their ratios come from the same conditions.
+  CPU time measures the work a turn does, not how long it waited for a core. Floor, cold, warm, core and
+  published runs alternate round by round, so their ratios come from the same conditions.
 - **Core alone** is core's own in-memory `agent.run` over the same messages with no host at all: the part of
   any host's turn that no host can remove.
 - **Bytes per message** is the stored state size divided by the stored messages. Our state also holds up to

@@ -124,22 +124,33 @@ def median_ms(action: Callable[[], Any], repeats: int, *, prepare: Callable[[], 
 
 
 def interleaved_medians(
-    cases: Mapping[str, tuple[Callable[[], Any], Callable[[], Any] | None]], repeats: int
+    cases: Mapping[str, tuple[Callable[[], Any], Callable[[], Any] | None]],
+    repeats: int,
+    timed_elsewhere: Mapping[str, Callable[[], float]] | None = None,
 ) -> dict[str, float]:
     """Median CPU time of each case's action over `repeats` rounds, one run of every case per round.
 
     Interleaving puts each case under the same machine conditions, so their ratios hold even when the absolute
     times drift. Each case is warmed up once first; its `prepare` (if any) runs untimed before each of its runs.
+    `timed_elsewhere` cases run in another process and return the CPU time they measured there by `cpu_ms`.
     """
-    samples: dict[str, list[float]] = {name: [] for name in cases}
+    timed: dict[str, Callable[[], float]] = {}
+    for name, (action, prepare) in cases.items():
+        timed[name] = lambda action=action, prepare=prepare: _prepared_cpu_ms(action, prepare)
+    timed.update(timed_elsewhere or {})
+    samples: dict[str, list[float]] = {name: [] for name in timed}
     for round_number in range(repeats + 1):
-        for name, (action, prepare) in cases.items():
-            if prepare is not None:
-                prepare()
-            elapsed = cpu_ms(action)
+        for name, measure in timed.items():
+            elapsed = measure()
             if round_number:
                 samples[name].append(elapsed)
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _prepared_cpu_ms(action: Callable[[], Any], prepare: Callable[[], Any] | None) -> float:
+    if prepare is not None:
+        prepare()
+    return cpu_ms(action)
 
 
 def percentile(samples: Sequence[float], fraction: float) -> float:
