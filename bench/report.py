@@ -15,19 +15,20 @@ RESULTS_FILE = ROOT / "bench" / "results" / "latest.json"
 DOCS_FILE = ROOT / "docs" / "benchmarks.md"
 PLOT_FILE = ROOT / "docs" / "benchmarks.png"
 
-# (name, how the value is computed, the limit, whether lower is better)
+# (name, rule, limit, from the issue): the issue's targets judge the warm turn, the usual case for a worker that
+# keeps serving a conversation; the cold turn and the other rows are held to the same limits as a stricter check.
 TARGETS = (
-    ("ours / floor at 200 messages (warm)", "at most", 3.0),
-    ("ours / floor at 2,000 messages (warm)", "at most", 3.0),
-    ("ours / floor at 200 messages (cold)", "at most", 3.0),
-    ("ours / floor at 2,000 messages (cold)", "at most", 3.0),
-    ("published / ours at 2,000 messages (warm)", "at least", 4.0),
-    ("published / ours at 2,000 messages (cold)", "at least", 4.0),
-    ("bytes per message, ours / published (whole state)", "at most", 0.6),
-    ("bytes per message, ours / published (transcript)", "at most", 0.6),
-    ("waited-turn host-added latency p50 (ms)", "at most", 50.0),
-    ("auto retention: turn 1,000 / turn 100 (warm)", "at most", 1.3),
-    ("auto retention: turn 1,000 / turn 100 (mean of 20 turns)", "at most", 1.3),
+    ("ours / floor at 200 messages (warm)", "at most", 3.0, True),
+    ("ours / floor at 2,000 messages (warm)", "at most", 3.0, True),
+    ("ours / floor at 200 messages (cold)", "at most", 3.0, False),
+    ("ours / floor at 2,000 messages (cold)", "at most", 3.0, False),
+    ("published / ours at 2,000 messages (warm)", "at least", 4.0, True),
+    ("published / ours at 2,000 messages (cold)", "at least", 4.0, False),
+    ("bytes per message, ours / published (whole state)", "at most", 0.6, True),
+    ("bytes per message, ours / published (transcript)", "at most", 0.6, False),
+    ("waited-turn host-added latency p50 (ms)", "at most", 50.0, True),
+    ("auto retention: turn 1,000 / turn 100 (warm)", "at most", 1.3, True),
+    ("auto retention: turn 1,000 / turn 100 (mean of 20 turns)", "at most", 1.3, False),
 )
 
 
@@ -97,9 +98,10 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         retention["ratio_mean"],
     ]
     evaluated = []
-    for (name, rule, limit), value in zip(TARGETS, values, strict=True):
+    for (name, rule, limit, from_issue), value in zip(TARGETS, values, strict=True):
         met = None if value is None else (value <= limit if rule == "at most" else value >= limit)
-        evaluated.append({"target": name, "rule": f"{rule} {limit:g}", "value": value, "met": met})
+        row = {"target": name, "rule": f"{rule} {limit:g}", "value": value, "met": met, "from_issue": from_issue}
+        evaluated.append(row)
     return evaluated
 
 
@@ -217,10 +219,17 @@ def table(results: dict[str, Any]) -> str:
             f"| {cost['turns']:,} | {cost['messages']:,} | {cost['state_bytes']:,} | {_fmt(cost['warm_ms'])} "
             f"| {_fmt(cost['cold_ms'])} | {_fmt(retention[mean])} |"
         )
-    lines += ["", "Targets", "", "| target | rule | measured | met |", "|---|---|---:|---|"]
+    lines += [
+        "",
+        "Targets (the issue's judge the warm turn; the others apply the same limits as a stricter check)",
+        "",
+        "| target | rule | measured | met | the issue's |",
+        "|---|---|---:|---|---|",
+    ]
     for target in results["targets"]:
         met = {True: "yes", False: "**no**", None: "n/a"}[target["met"]]
-        lines.append(f"| {target['target']} | {target['rule']} | {_fmt(target['value'])} | {met} |")
+        issue = "yes" if target["from_issue"] else "stricter"
+        lines.append(f"| {target['target']} | {target['rule']} | {_fmt(target['value'])} | {met} | {issue} |")
     if results["published_status"] != "measured":
         lines += ["", f"Published host: {results['published_status']}"]
     return "\n".join(lines)
