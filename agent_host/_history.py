@@ -240,7 +240,7 @@ def reconcile_by_message_id(
     buffer: Sequence[Message],
     now_ms: int,
     *,
-    agent_name: str | None = None,
+    agent_name: str | None,
     reuse: Callable[[Message], dict[str, Any] | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The new stored transcript: the buffer in its order, annotations written onto the record with the same id.
