@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agent_framework import Agent, InMemoryHistoryProvider
+from agent_framework import Agent, InMemoryHistoryProvider, SessionContext
+from agent_framework._tools import _copy_messages_for_function_invocation
 
 from agent_host import AgentFunctionApp, HostSettings
 from agent_host._event_loop import AgentEventLoop
@@ -78,6 +79,7 @@ class TurnCost:
     cold_ms: float
     warm_ms: float
     core_ms: float | None = None
+    core_copies_ms: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -159,6 +161,7 @@ class EntityBench:
         }
         if with_core:
             cases["core"] = _core_run(snapshot.state, next_turn)
+            cases["core_copies"] = _core_copies(snapshot.state)
         elsewhere = {"published": published.turn_ms, "published_floor": published.floor_ms} if published else {}
         medians = interleaved_medians(cases, repeats, elsewhere)
         CONVERSATION_CACHE.clear()
@@ -173,6 +176,7 @@ class EntityBench:
             cold_ms=medians["cold"],
             warm_ms=medians["warm"],
             core_ms=medians.get("core"),
+            core_copies_ms=medians.get("core_copies"),
             extra={"published": {"turn_ms": medians["published"], "floor_ms": medians["published_floor"]}}
             if published
             else {},
@@ -205,6 +209,25 @@ def _core_run(state: str, turn: int) -> tuple[Callable[[], Any], Callable[[], An
 
     def action() -> None:
         _CORE_LOOP.run(agent.run(user_message(turn), session=session_box["session"]))
+
+    return action, prepare
+
+
+def _core_copies(state: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """The two copies of the whole history core makes in every run, alone: the history provider adds the loaded
+    messages to the run's context as copies (`SessionContext.extend_messages`), and the function-invocation layer
+    of the chat client copies every message it is sent. Core's private helper is timed directly, being the code
+    its layer runs."""
+    provider = InMemoryHistoryProvider()
+    messages = [record_to_message(record, AGENT_NAME) for record in json.loads(state)["messages"]]
+    context_box: dict[str, SessionContext] = {}
+
+    def prepare() -> None:
+        context_box["context"] = SessionContext(session_id="core-reference", input_messages=[])
+
+    def action() -> None:
+        context_box["context"].extend_messages(provider, messages)
+        _copy_messages_for_function_invocation(messages)
 
     return action, prepare
 

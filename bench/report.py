@@ -120,12 +120,14 @@ def turn_cost_rows(costs: list[Any], published: dict[str, Any] | None) -> list[d
                 "ours_cold_ms": cost.cold_ms,
                 "ours_warm_ms": cost.warm_ms,
                 "core_alone_ms": cost.core_ms,
+                "core_copies_ms": cost.core_copies_ms,
                 "published_ms": other.get("turn_ms"),
                 "published_floor_ms": other.get("floor_ms"),
                 "published_state_bytes": other.get("state_bytes"),
                 "ours_cold_over_floor": _ratio(cost.cold_ms, cost.floor_ms),
                 "ours_warm_over_floor": _ratio(cost.warm_ms, cost.floor_ms),
                 "core_alone_over_floor": _ratio(cost.core_ms, cost.floor_ms),
+                "core_copies_over_floor": _ratio(cost.core_copies_ms, cost.floor_ms),
                 "published_over_ours_cold": _ratio(other.get("turn_ms"), cost.cold_ms),
                 "published_over_ours_warm": _ratio(other.get("turn_ms"), cost.warm_ms),
                 "published_over_its_floor": _ratio(other.get("turn_ms"), other.get("floor_ms")),
@@ -292,12 +294,27 @@ def analysis(results: dict[str, Any]) -> str:
         lines.append(
             f"- At {largest['messages']:,} messages core's own `agent.run` (no host, on a loop thread as every "
             f"host runs it) costs {core:.1f} ms, {core / largest['floor_ms']:.1f}x the JSON floor by itself: it copies "
-            f"every history message twice per run. agent-host's warm turn adds "
+            f"every history message twice per run, and those two copies alone (`SessionContext.extend_messages` "
+            f"and the function-invocation layer's copy, timed in the same rounds) cost "
+            f"{largest['core_copies_ms']:.1f} ms, {largest['core_copies_over_floor']:.1f}x the floor. "
+            f"agent-host's warm turn adds "
             f"{largest['ours_warm_ms'] - core:.1f} ms to that (decoding, reconciling and encoding the state, the "
             "Functions batch format, delivery records, retention), and its cold turn "
             f"{largest['ours_cold_ms'] - core:.1f} ms. No host can spend less than the core run it makes, so "
             "core's own ratio to the floor is a lower bound for every host's."
         )
+        bounds = ", ".join(
+            f"{row['core_alone_over_floor']:.1f}x at {size:,} messages "
+            f"(its two copies {row['core_copies_over_floor']:.1f}x)"
+            for size, row in rows.items()
+            if size >= 200 and row.get("core_copies_over_floor") is not None
+        )
+        if bounds:
+            lines.append(
+                f"- Core alone against the floor: {bounds}. Where that is over 3, the target of at most 3x the floor "
+                "is out of reach for any host that runs the agent with this version of core, before any work of "
+                "its own."
+            )
     if largest.get("published_ms") is not None:
         lines.append(
             f"- The published host costs {largest['published_ms']:.1f} ms there, "

@@ -26,9 +26,17 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path, capsys) -> None:
     assert results["published_status"] == "skipped (quick mode)"
     assert [row["messages"] for row in results["turn_cost"]] == [20, 60]
     for row in results["turn_cost"]:
-        for name in ("state_bytes", "transcript_bytes", "floor_ms", "ours_cold_ms", "ours_warm_ms", "core_alone_ms"):
+        for name in (
+            "state_bytes",
+            "transcript_bytes",
+            "floor_ms",
+            "ours_cold_ms",
+            "ours_warm_ms",
+            "core_alone_ms",
+            "core_copies_ms",
+        ):
             assert _is_figure(row[name]), (name, row[name])
-        for name in ("ours_cold_over_floor", "ours_warm_over_floor", "core_alone_over_floor"):
+        for name in ("ours_cold_over_floor", "ours_warm_over_floor", "core_alone_over_floor", "core_copies_over_floor"):
             assert _is_figure(row[name]), (name, row[name])
         assert all(row[name] is None for name in PUBLISHED_ONLY | {"published_over_ours_warm"})
     for size in results["bytes_per_message"]["sizes"]:
