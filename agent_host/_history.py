@@ -201,14 +201,17 @@ def message_to_record(message: Message, at: int, agent_name: str | None) -> dict
         record["contents"] = contents
     if message.additional_properties:
         record["props"] = copy.deepcopy(message.additional_properties)
-    author = message.author_name or None
-    if record["role"] == ASSISTANT_ROLE:
-        if author != agent_name:
-            record["author"] = author  # null: an assistant message without an author name
-    elif author:
-        record["author"] = author
+    record.update(author_field(record["role"], message.author_name or None, agent_name))
     record["at"] = at
     return record
+
+
+def author_field(role: str, author: str | None, agent_name: str | None) -> dict[str, str | None]:
+    """The `author` a stored message carries: none on the agent's own assistant messages (implied), null on an
+    assistant message without an author name, and otherwise the name when there is one."""
+    if role == ASSISTANT_ROLE:
+        return {} if author == agent_name else {"author": author}
+    return {"author": author} if author else {}
 
 
 def record_author(record: dict[str, Any], agent_name: str | None) -> str | None:

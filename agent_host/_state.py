@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ._errors import StateCorruptError, StateVersionError
+from ._history import ASSISTANT_ROLE, author_field
 
 # Version 1: flat message list with ids and compaction annotations, the serialized session,
 # retention settings and truncation record, and turn records keyed by turn id.
@@ -196,12 +197,10 @@ def _upgraded_from_v1(data: dict[str, Any]) -> dict[str, Any]:
     agent = data.get("agent")
 
     def upgraded(record: Any) -> Any:
-        if not isinstance(record, dict) or record.get("role") != "assistant":
+        if not isinstance(record, dict) or record.get("role") != ASSISTANT_ROLE:
             return record
-        author = record.get("author")
-        if author is not None and author == agent:
-            return {key: value for key, value in record.items() if key != "author"}
-        return {**record, "author": author}
+        kept = {key: value for key, value in record.items() if key != "author"}
+        return {**kept, **author_field(ASSISTANT_ROLE, record.get("author"), agent)}
 
     new = {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
     if isinstance(data.get("messages"), list):

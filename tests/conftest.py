@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ if str(ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests"))
 
 from batches import EntityDriver  # noqa: E402
+from hosting import RunningHost  # noqa: E402
 
 from agent_host import AgentFunctionApp, HostSettings  # noqa: E402
 
@@ -85,6 +86,15 @@ def driver_for(app: AgentFunctionApp, agent_name: str, key: str = "c1", state: s
 @pytest.fixture
 def scripted() -> ScriptedChatClient:
     return ScriptedChatClient()
+
+
+@pytest.fixture
+def scripted_host(tmp_path: Path) -> Iterator[tuple[RunningHost, ScriptedChatClient]]:
+    """The local host serving one agent on a scripted client, and that client; stopped afterwards."""
+    client = ScriptedChatClient()
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    yield running, client
+    running.stop()
 
 
 def make_agent(client: Any, name: str = "assistant", **kwargs: Any) -> Agent:

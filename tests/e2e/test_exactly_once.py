@@ -16,21 +16,13 @@ from agent_host import HostSettings, OfflineChatClient
 BASE = "/api/agents/assistant/conversations"
 
 
-@pytest.fixture
-def scripted(tmp_path: Path) -> Iterator[tuple[RunningHost, ScriptedChatClient]]:
-    client = ScriptedChatClient()
-    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
-    yield running, client
-    running.stop()
-
-
 def history(running: RunningHost, conversation: str) -> list[str]:
     reply = running.request("GET", f"{BASE}/{conversation}/messages")
     return [m["text"] for m in reply.json()["messages"]]
 
 
-def test_duplicate_delivery_of_the_same_signal_runs_the_model_once(scripted) -> None:
-    running, client = scripted
+def test_duplicate_delivery_of_the_same_signal_runs_the_model_once(scripted_host) -> None:
+    running, client = scripted_host
     assert running.host is not None
     running.host.scheduler.deliver_twice = lambda name, key, signal: True
 
@@ -42,8 +34,8 @@ def test_duplicate_delivery_of_the_same_signal_runs_the_model_once(scripted) -> 
     assert history(running, "c1") == ["hello", "reply 1: hello"]
 
 
-def test_crash_after_the_model_ran_before_commit_is_redelivered_and_committed_once(scripted) -> None:
-    running, client = scripted
+def test_crash_after_the_model_ran_before_commit_is_redelivered_and_committed_once(scripted_host) -> None:
+    running, client = scripted_host
     assert running.host is not None
     crashes = []
 
@@ -63,8 +55,8 @@ def test_crash_after_the_model_ran_before_commit_is_redelivered_and_committed_on
     assert reply.json()["text"] == "reply 2: hello"
 
 
-def test_idempotency_key_retry_returns_the_same_turn_without_a_second_model_call(scripted) -> None:
-    running, client = scripted
+def test_idempotency_key_retry_returns_the_same_turn_without_a_second_model_call(scripted_host) -> None:
+    running, client = scripted_host
     key = {"Idempotency-Key": "retry-123"}
 
     first = running.request("POST", f"{BASE}/c1/turns", {"message": "book it"}, headers=key)
@@ -100,8 +92,8 @@ def test_idempotency_key_retry_while_the_first_is_still_running_gets_the_first_t
     assert messages == ["once", "reply 1: once"]
 
 
-def test_same_idempotency_key_with_a_different_body_is_409(scripted) -> None:
-    running, client = scripted
+def test_same_idempotency_key_with_a_different_body_is_409(scripted_host) -> None:
+    running, client = scripted_host
     key = {"Idempotency-Key": "k-1"}
     running.request("POST", f"{BASE}/c1/turns", {"message": "first"}, headers=key)
 

@@ -556,14 +556,6 @@ BAD_STATES: dict[str, tuple[Any, str, str]] = {
 }
 
 
-@pytest.fixture
-def scripted_host(tmp_path: Path) -> Iterator[tuple[RunningHost, ScriptedChatClient]]:
-    client = ScriptedChatClient()
-    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
-    yield running, client
-    running.stop()
-
-
 @pytest.mark.parametrize("kind", list(BAD_STATES))
 def test_unreadable_state_is_refused_with_422_and_left_byte_for_byte(scripted_host, kind: str) -> None:
     running, client = scripted_host
