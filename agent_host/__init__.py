@@ -1,6 +1,7 @@
 """agent-host: run Microsoft Agent Framework agents as durable conversations on Azure Durable Functions."""
 
 from ._app import AgentFunctionApp
+from ._clock import Clock
 from ._errors import (
     AgentHostError,
     AgentNotFoundError,
@@ -22,6 +23,7 @@ __all__ = [
     "AgentFunctionApp",
     "AgentHostError",
     "AgentNotFoundError",
+    "Clock",
     "ConversationNotFoundError",
     "DurableHistoryProvider",
     "HostSettings",

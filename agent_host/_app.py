@@ -12,6 +12,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from agent_framework import SupportsAgentRun
 
+from ._clock import SYSTEM_CLOCK, Clock
 from ._contract import AgentRoute
 from ._entity import ConversationEntity
 from ._routes import Routes
@@ -45,6 +46,7 @@ class AgentFunctionApp(df.DFApp):
         settings: Limits and defaults; read from app settings when omitted.
         state_types: Classes your context providers keep in session state, registered so they come back as
             their classes after a cold start (core's own state types are registered for you).
+        clock: Where wall-clock time comes from (records, TTLs, turn ids); the system clock by default.
 
     Raises:
         ValueError: an agent has no name, an invalid one, or one already registered.
@@ -57,13 +59,15 @@ class AgentFunctionApp(df.DFApp):
         http_auth_level: func.AuthLevel | str = func.AuthLevel.FUNCTION,
         settings: HostSettings | None = None,
         state_types: Sequence[type] = (),
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
+        self.clock = clock
         register_state_types([*core_state_types(), *state_types])
         self.settings = settings or HostSettings.from_environment()
         self._agent_routes: dict[str, AgentRoute] = {}
         self._entities: dict[str, ConversationEntity] = {}
-        self._register_routes(Routes(self._agent_routes, self.settings))
+        self._register_routes(Routes(self._agent_routes, self.settings, clock))
         for agent in agents:
             self.add_agent(agent)
 
@@ -119,6 +123,7 @@ class AgentFunctionApp(df.DFApp):
             max_turn_records=self.settings.max_turn_records,
             turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
             run_timeout_seconds=self.settings.run_timeout_seconds,
+            clock=self.clock,
         )
         entity_name = entity_name_for(name)
         self._register_entity(entity_name, entity)

@@ -14,6 +14,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
+from ._clock import Clock
 from ._contract import AgentRoute, parse_json_object, read_body_text, turn_text, validate_conversation_id
 from ._delivery import answer_messages, new_turn_id, resolve_alias
 from ._durable_client import ConversationClient
@@ -98,12 +99,16 @@ def _wait(headers: Mapping[str, str], query: Mapping[str, str], body: Mapping[st
 
 
 async def run_compat(
-    req: func.HttpRequest, client: df.DurableOrchestrationClient, agent: AgentRoute, settings: HostSettings
+    req: func.HttpRequest,
+    client: df.DurableOrchestrationClient,
+    agent: AgentRoute,
+    settings: HostSettings,
+    clock: Clock,
 ) -> func.HttpResponse:
     """Run one turn for a `/run` request and answer in that host's shape."""
     request = parse_run_request(req, settings)
     conversations = ConversationClient(client, agent.entity_name)
-    turn_id = new_turn_id()
+    turn_id = new_turn_id(clock.now_ms())
     await conversations.signal(request.session_id, RUN_OPERATION, {"turnId": turn_id, "message": request.message})
     agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
     turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"

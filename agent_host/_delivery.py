@@ -11,7 +11,6 @@ import hashlib
 import json
 import operator
 import secrets
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,9 +27,9 @@ DEFAULT_TURN_RECORD_TTL_SECONDS = 24 * 60 * 60
 TURN_TIME_DIGITS = 11
 
 
-def new_turn_id() -> str:
+def new_turn_id(now_ms: int) -> str:
     """A short turn id that sorts by issue time: 11 hex digits of milliseconds, then 8 random characters."""
-    return f"{int(time.time() * 1000):0{TURN_TIME_DIGITS}x}{secrets.token_hex(4)}"
+    return f"{now_ms:0{TURN_TIME_DIGITS}x}{secrets.token_hex(4)}"
 
 
 def issued_at(turn_id: str) -> int | None:

@@ -24,6 +24,7 @@ from agent_framework import (
 )
 
 from ._approvals import PENDING_APPROVALS_KEY, answer_contents, pending_from_response, remaining_after
+from ._clock import SYSTEM_CLOCK, Clock
 from ._delivery import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
@@ -123,6 +124,7 @@ class ConversationEntity:
         max_turn_records: How many turn records each conversation keeps for its callers.
         turn_record_ttl_seconds: How long a turn record is kept for its callers.
         run_timeout_seconds: How long one agent run may take before the turn fails.
+        clock: Where the time of records, TTLs and evictions comes from.
     """
 
     def __init__(
@@ -134,6 +136,7 @@ class ConversationEntity:
         max_turn_records: int = DEFAULT_MAX_TURN_RECORDS,
         turn_record_ttl_seconds: float = DEFAULT_TURN_RECORD_TTL_SECONDS,
         run_timeout_seconds: float = 230.0,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.agent_name = agent_name
         self.agent = agent
@@ -142,6 +145,7 @@ class ConversationEntity:
         self.max_turn_records = max_turn_records
         self.turn_record_ttl_seconds = turn_record_ttl_seconds
         self.run_timeout_seconds = run_timeout_seconds
+        self.clock = clock
 
     def __call__(self, context: df.DurableEntityContext) -> None:
         """The entity function body: dispatch one operation of the host's batch."""
@@ -176,7 +180,7 @@ class ConversationEntity:
         committed, text = retain_after_turn(
             committed,
             committed["turns"][turn_id],
-            now_ms=_now_ms(),
+            now_ms=self.clock.now_ms(),
             text=CONVERSATION_CACHE.encode(self.agent_name, context.entity_key, committed),
         )
         CONVERSATION_CACHE.remember(self.agent_name, context.entity_key, committed, text)
@@ -223,7 +227,7 @@ class ConversationEntity:
 
         `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it.
         """
-        now = _now_ms()
+        now = self.clock.now_ms()
         key = request.get("idempotencyKey")
         earlier = find_keyed_turn(state, key) if key else None
         new = copy.copy(state)
@@ -240,13 +244,13 @@ class ConversationEntity:
             except Exception as exc:
                 # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
                 error = self._turn_error(exc, conversation_id, turn_id)
-                record = failed_record(error.to_record(), _now_ms())
+                record = failed_record(error.to_record(), self.clock.now_ms())
                 new = copy.copy(state)
             else:
-                record = completed_record(response, _now_ms(), new["agent"], new.get("messages", []))
+                record = completed_record(response, self.clock.now_ms(), new["agent"], new.get("messages", []))
             if key:
                 record.update(idempotencyKey=key, requestHash=request.get("requestHash"))
-        now = _now_ms()
+        now = self.clock.now_ms()
         record_turn(
             new,
             turn_id,
@@ -295,13 +299,13 @@ class ConversationEntity:
         if request.get("message"):
             contents.append(request["message"])
         message = Message("user", contents, message_id=f"{turn_id}.in")
-        ensure_room_for_turn(state, message_to_record(message, _now_ms(), state["agent"]), stored_bytes)
+        ensure_room_for_turn(state, message_to_record(message, self.clock.now_ms(), state["agent"]), stored_bytes)
         response = AGENT_LOOP.run(agent.run(message, session=session), timeout=self.run_timeout_seconds)
         state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
         if not state[PENDING_APPROVALS_KEY]:
             state.pop(PENDING_APPROVALS_KEY)
 
-        now = _now_ms()
+        now = self.clock.now_ms()
         if durable is not None:
             buffer: list[Message] = session.state[durable.source_id].get(MESSAGES_KEY, [])
             assign_transcript_ids(buffer)
@@ -325,14 +329,14 @@ class ConversationEntity:
     def _load_state(self, context: df.DurableEntityContext, raw: str | None) -> dict[str, Any]:
         """The stored conversation (refused if unreadable), or a new one with this agent's default retention."""
         if raw is None:
-            return new_state(self.agent_name, context.entity_key, self.retention, _now_ms())
+            return new_state(self.agent_name, context.entity_key, self.retention, self.clock.now_ms())
         return CONVERSATION_CACHE.decode(self.agent_name, context.entity_key, raw)
 
     def _set_retention(self, context: df.DurableEntityContext) -> None:
         # Validated here too: the entity is the authority, whoever signals it.
         settings = validated_retention(context.get_input())
         state = self._load_state(context, read_raw_state(context))
-        updated = apply_retention_settings(state, settings, _now_ms())
+        updated = apply_retention_settings(state, settings, self.clock.now_ms())
         write_raw_state(context, encode_state(updated))
         context.set_result({"retention": updated["retention"]})
 
@@ -360,7 +364,3 @@ def write_raw_state(context: df.DurableEntityContext, text: str) -> None:
     context.set_state(text)
     if hasattr(context, "_state_is_raw"):
         context._state_is_raw = True
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -17,6 +16,7 @@ import azure.functions as func
 from pydantic import ValidationError
 
 from ._approvals import PENDING_APPROVALS_KEY, check_answers, public_view
+from ._clock import Clock
 from ._compat import run_compat
 from ._contract import (
     AgentRoute,
@@ -71,9 +71,10 @@ DELETE_WAIT_SECONDS = 30.0
 class Routes:
     """The handlers behind every route; one instance per app, reading the app's registered agents."""
 
-    def __init__(self, agents: Mapping[str, AgentRoute], settings: HostSettings) -> None:
+    def __init__(self, agents: Mapping[str, AgentRoute], settings: HostSettings, clock: Clock) -> None:
         self._agents = agents
         self._settings = settings
+        self._clock = clock
 
     # -- routes ---------------------------------------------------------------------------------
 
@@ -105,7 +106,9 @@ class Routes:
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
-        return await _respond(req, ("POST",), lambda: run_compat(req, client, self._agent(req), self._settings))
+        return await _respond(
+            req, ("POST",), lambda: run_compat(req, client, self._agent(req), self._settings, self._clock)
+        )
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -138,7 +141,7 @@ class Routes:
                     raise IdempotencyConflictError(key, turn_id)
                 return _turn_response(conversation_id, known, turn_id, record, f"{turns_url}/{turn_id}")
             payload.update(idempotencyKey=key, requestHash=digest)
-        turn_id = new_turn_id()
+        turn_id = new_turn_id(self._clock.now_ms())
         await conversations.signal(conversation_id, RUN_OPERATION, {"turnId": turn_id, **payload})
         state = None
         if request.wait:
@@ -174,7 +177,7 @@ class Routes:
         if issued is None:
             return False
         window_ms = (self._settings.max_wait_seconds + self._settings.run_timeout_seconds) * 1000 * 2
-        if time.time() * 1000 - issued > window_ms:
+        if self._clock.now_ms() - issued > window_ms:
             return False
         return not any((issued_at(known) or 0) > issued for known in turns)
 

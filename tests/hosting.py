@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,3 +93,9 @@ class RunningHost:
         reply = Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
         connection.close()
         return reply
+
+
+def child_pythonpath(*paths: Path) -> str:
+    """PYTHONPATH for a child `python`: `paths` first, then this process's own (which may shift the clock)."""
+    inherited = [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep) if part]
+    return os.pathsep.join([*(str(path) for path in paths), *inherited])

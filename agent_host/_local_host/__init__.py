@@ -18,6 +18,7 @@ from types import FrameType
 import azure.functions as func
 from aiohttp import web
 
+from .._clock import SYSTEM_CLOCK
 from .durable_api import DurableWebhookApi
 from .scheduler import EntityScheduler
 from .server import LocalHttpServer, discover_functions
@@ -74,7 +75,7 @@ class LocalHost:
         self._runner: web.AppRunner | None = None
         self._started = False
         self._stopped = False
-        self.store = EntityStore(pathlib.Path(state_dir))
+        self.store = EntityStore(pathlib.Path(state_dir), clock=getattr(app, "clock", SYSTEM_CLOCK))
         self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size)
         self._server = LocalHttpServer(
             self.routes,

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pathlib
 import sqlite3
 import threading
-import time
 from dataclasses import dataclass
+
+from .._clock import SYSTEM_CLOCK, Clock
 
 DATABASE_FILE_NAME = "entities.sqlite3"
 
@@ -60,12 +61,14 @@ class EntityStore:
     worker threads. Durability: WAL journal with ``synchronous=FULL``, so an acknowledged signal survives a crash.
     """
 
-    def __init__(self, state_dir: pathlib.Path) -> None:
+    def __init__(self, state_dir: pathlib.Path, clock: Clock = SYSTEM_CLOCK) -> None:
         """Open (and create if needed) ``<state_dir>/entities.sqlite3``.
 
         Args:
             state_dir: Directory for the database file; created with its parents if missing.
+            clock: Where the time a signal was accepted comes from.
         """
+        self._clock = clock
         state_dir.mkdir(parents=True, exist_ok=True)
         self.path: pathlib.Path = state_dir / DATABASE_FILE_NAME
         self._lock = threading.Lock()
@@ -142,7 +145,7 @@ class EntityStore:
         with self._lock:
             cursor = self._connection().execute(
                 "INSERT INTO signals (name, key, operation, input, enqueued_at) VALUES (?, ?, ?, ?, ?)",
-                (name, key, operation, operation_input, time.time()),
+                (name, key, operation, operation_input, self._clock.now_ms() / 1000),
             )
         seq = cursor.lastrowid
         if seq is None:  # pragma: no cover - sqlite always sets it after an INSERT

@@ -91,7 +91,7 @@ def serve_and_get(app_dir: Path, requests: list[tuple[str, dict[str, str]]]) -> 
     shutil.copy(ROOT / "function_app.py", app_dir)
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = hosting.child_pythonpath(ROOT)
     command = [sys.executable, "-m", "agent_host", "serve", "--port", str(port), "--state-dir", str(app_dir / ".s")]
     process = subprocess.Popen(
         command, cwd=app_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

@@ -39,8 +39,9 @@ from agent_framework import (
     tool,
 )
 from batches import EntityDriver
+from clocks import ManualClock
 from conftest import ScriptedChatClient, build_app, entity_function, make_agent
-from hosting import RunningHost
+from hosting import RunningHost, child_pythonpath
 from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to
 
 from agent_host import HostSettings, OfflineChatClient
@@ -82,7 +83,7 @@ class ServedHost:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI", "AGENT_HOST"))}
         self.env.update(
             {
-                "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)]),
+                "PYTHONPATH": child_pythonpath(ROOT, HERE),
                 CALL_LOG_VARIABLE: str(call_log),
                 DELAY_VARIABLE: "0.2",
             }
@@ -706,7 +707,9 @@ def test_a_turn_runs_on_each_sample(version: int, tmp_path: Path) -> None:
     sample = SAMPLES[version].read_text()
     stored = decode_state(sample)
     key = stored["conversationId"]
-    running = RunningHost(lambda: build_app(sample_agent()), tmp_path)
+    # A minute after the sample's last write, whatever today's date: its turn records are all still kept.
+    clock = ManualClock(stored["updatedAt"] + 60_000)
+    running = RunningHost(lambda: build_app(sample_agent(), clock=clock), tmp_path)
     assert running.host is not None
     try:
         running.host.store.write_state(ENTITY, key, sample)  # as an earlier build stored it

@@ -58,6 +58,7 @@ def test_public_api_is_exactly_this() -> None:
         "AgentFunctionApp",
         "AgentHostError",
         "AgentNotFoundError",
+        "Clock",
         "ConversationNotFoundError",
         "DurableHistoryProvider",
         "HostSettings",

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from typing import Any
 
 import pytest
 from agent_framework import CompactionProvider, InMemoryHistoryProvider, SlidingWindowStrategy
+from clocks import ManualClock
 from conftest import ScriptedChatClient, build_app, driver_for, make_agent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import agent_host._entity as entity_module
 from agent_host import HostSettings, StateCorruptError
 from agent_host._history import record_to_message
 from agent_host._state import RetentionSettings, encode_state, new_state
@@ -46,13 +45,10 @@ def compacting_agent() -> Any:
     return make_agent(ScriptedChatClient(), tools=[get_weather], context_providers=[history, compaction])
 
 
-def run_conversation(
-    monkeypatch: pytest.MonkeyPatch, *, cold_every_turn: bool, settings: HostSettings | None = None, turns: int = 1
-) -> list[str]:
-    clock = itertools.count(1_700_000_000_000, 7)
-    monkeypatch.setattr(entity_module, "_now_ms", lambda: next(clock))
+def run_conversation(*, cold_every_turn: bool, settings: HostSettings | None = None, turns: int = 1) -> list[str]:
     CONVERSATION_CACHE.clear()
-    driver = driver_for(build_app(compacting_agent(), settings=settings), "assistant")
+    clock = ManualClock(step_ms=7)
+    driver = driver_for(build_app(compacting_agent(), settings=settings, clock=clock), "assistant")
     written = []
     for number, text in enumerate(TURNS * turns, start=1):
         if cold_every_turn:
@@ -63,23 +59,23 @@ def run_conversation(
     return written
 
 
-def test_a_warm_process_stores_exactly_what_a_cold_process_stores(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_warm_process_stores_exactly_what_a_cold_process_stores() -> None:
     # Compaction edits stored messages in place every turn and tools add call/result messages: each change must
     # reach the stored state whether or not the process reuses what it decoded.
-    cold = run_conversation(monkeypatch, cold_every_turn=True)
-    warm = run_conversation(monkeypatch, cold_every_turn=False)
+    cold = run_conversation(cold_every_turn=True)
+    warm = run_conversation(cold_every_turn=False)
 
     assert warm == cold
     excluded = [m for m in json.loads(warm[-1])["messages"] if (m.get("props") or {}).get("_excluded")]
     assert excluded, "the sliding window never excluded anything: the comparison proved nothing"
 
 
-def test_a_warm_process_evicts_exactly_what_a_cold_process_evicts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_warm_process_evicts_exactly_what_a_cold_process_evicts() -> None:
     # Eviction drops the oldest records: the transcript no longer just grows, so nothing cached may be assumed.
     small = HostSettings(retention=RetentionSettings(mode="auto", max_state_bytes=9000), max_turn_records=3)
 
-    cold = run_conversation(monkeypatch, cold_every_turn=True, settings=small, turns=3)
-    warm = run_conversation(monkeypatch, cold_every_turn=False, settings=small, turns=3)
+    cold = run_conversation(cold_every_turn=True, settings=small, turns=3)
+    warm = run_conversation(cold_every_turn=False, settings=small, turns=3)
 
     assert warm == cold
     assert json.loads(warm[-1])["truncation"]["evictedMessages"] > 0
