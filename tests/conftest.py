@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,17 +10,12 @@ import pytest
 from agent_framework import Agent, BaseChatClient, ChatResponse, Content, Message
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
+from batches import EntityDriver
+from hosting import RunningHost
+
+from agent_host import AgentFunctionApp, HostSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-if str(ROOT / "tests") not in sys.path:
-    sys.path.insert(0, str(ROOT / "tests"))
-
-from batches import EntityDriver  # noqa: E402
-from hosting import RunningHost  # noqa: E402
-
-from agent_host import AgentFunctionApp, HostSettings  # noqa: E402
 
 Script = Callable[[list[Message], Mapping[str, Any]], Message]
 
