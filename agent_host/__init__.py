@@ -2,6 +2,7 @@
 
 from ._app import AgentFunctionApp
 from ._clock import Clock
+from ._conversation.history import DurableHistoryProvider
 from ._errors import (
     AgentHostError,
     AgentNotFoundError,
@@ -15,7 +16,6 @@ from ._errors import (
     TurnFailedError,
     TurnNotFoundError,
 )
-from ._history import DurableHistoryProvider
 from ._offline import OfflineChatClient
 from ._settings import HostSettings, chat_client_from_settings
 

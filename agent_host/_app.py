@@ -14,11 +14,11 @@ from agent_framework import SupportsAgentRun
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._contract import AgentRoute
-from ._entity import ConversationEntity
-from ._routes import Routes
-from ._sessions import core_state_types, register_state_types
+from ._conversation.entity import ConversationEntity
+from ._conversation.sessions import core_state_types, register_state_types
+from ._conversation.state import RetentionModeName, RetentionSettings
+from ._http.routes import Routes
 from ._settings import HostSettings
-from ._state import RetentionModeName, RetentionSettings
 
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 CONVERSATION_ROUTE = "agents/{agent}/conversations/{conversationId}"

@@ -23,8 +23,8 @@ from agent_framework import (
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
+from ._conversation.history import record_author
 from ._errors import InvalidRequestError, MessageTooLargeError
-from ._history import record_author
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")

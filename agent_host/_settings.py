@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._conversation.state import RetentionSettings
 from ._offline import OfflineChatClient
-from ._state import RetentionSettings
 
 AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
 AZURE_OPENAI_CHAT_MODEL = "AZURE_OPENAI_CHAT_MODEL"

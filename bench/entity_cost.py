@@ -17,10 +17,10 @@ from agent_framework import Agent, InMemoryHistoryProvider, SessionContext
 from agent_framework._tools import _copy_messages_for_function_invocation
 
 from agent_host import AgentFunctionApp, HostSettings
+from agent_host._conversation.history import record_to_message
+from agent_host._conversation.state import RetentionSettings, encode_state
+from agent_host._conversation.state_cache import CONVERSATION_CACHE
 from agent_host._event_loop import AgentEventLoop
-from agent_host._history import record_to_message
-from agent_host._state import RetentionSettings, encode_state
-from agent_host._state_cache import CONVERSATION_CACHE
 
 from .published import PublishedHost
 from .workload import (

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_host._contract import turn_text
-from agent_host._delivery import answer_messages
+from agent_host._conversation.turn_records import answer_messages
 from agent_host._local_host.scheduler import entity_batch_json, signal_body
 
 

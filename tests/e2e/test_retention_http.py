@@ -10,7 +10,7 @@ from conftest import build_app, make_agent
 from hosting import RunningHost
 
 from agent_host import HostSettings, OfflineChatClient
-from agent_host._state import RetentionSettings
+from agent_host._conversation.state import RetentionSettings
 
 BASE = "/api/agents/assistant/conversations"
 BUDGET = 6144

@@ -12,8 +12,8 @@ from batches import EntityDriver, delivered
 from conftest import build_app, driver_for, make_agent
 
 from agent_host import HostSettings, OfflineChatClient
+from agent_host._conversation.state import RetentionSettings
 from agent_host._errors import status_for_code
-from agent_host._state import RetentionSettings
 
 BUDGET = 8192
 # Turn records are bounded on their own (AGENT_HOST_MAX_TURN_RECORDS); few here, so the transcript fills the budget.

@@ -11,7 +11,7 @@ from batches import EntityDriver, delivered
 from conftest import build_app, driver_for, make_agent
 
 from agent_host import HostSettings, OfflineChatClient
-from agent_host._state import RetentionSettings, decode_state
+from agent_host._conversation.state import RetentionSettings, decode_state
 
 
 def plain_driver(settings: HostSettings | None = None) -> EntityDriver:

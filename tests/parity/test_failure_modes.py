@@ -24,9 +24,9 @@ from conftest import build_app, driver_for
 from parity_fakes import TOOL_RESULTS_PREFIX, CallLog, RecordingChatClient, get_time, get_weather
 
 from agent_host import HostSettings
-from agent_host._history import message_to_record, reconcile_by_message_id, record_to_message
-from agent_host._state import RetentionSettings
-from agent_host._state_cache import CONVERSATION_CACHE
+from agent_host._conversation.history import message_to_record, reconcile_by_message_id, record_to_message
+from agent_host._conversation.state import RetentionSettings
+from agent_host._conversation.state_cache import CONVERSATION_CACHE
 
 BuildAgent = Callable[[CallLog], Agent]
 AGENT = "assistant"

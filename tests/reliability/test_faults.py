@@ -46,9 +46,9 @@ from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to
 
 from agent_host import HostSettings, OfflineChatClient
 from agent_host._contract import message_text
-from agent_host._delivery import answer_messages
-from agent_host._history import record_author
-from agent_host._state import SCHEMA_VERSION, decode_state
+from agent_host._conversation.history import record_author
+from agent_host._conversation.state import SCHEMA_VERSION, decode_state
+from agent_host._conversation.turn_records import answer_messages
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -646,7 +646,7 @@ def build_sample() -> dict[str, Any]:
 
     Write the checked-in file of a new schema version (only when adding a version, never to make a test pass):
     python -c "import sys; sys.path[:0] = ['tests', 'tests/reliability']; import json, test_faults as t;
-    from agent_host._state import SCHEMA_VERSION as v;
+    from agent_host._conversation.state import SCHEMA_VERSION as v;
     open(f'tests/data/state_v{v}_sample.json', 'w').write(json.dumps(t.build_sample(), indent=1) + '\\n')"
     """
     driver = EntityDriver(entity_function(build_app(sample_agent()), "assistant"), ENTITY, f"sample-v{SCHEMA_VERSION}")

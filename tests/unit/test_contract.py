@@ -5,7 +5,7 @@ from __future__ import annotations
 from agent_framework import AgentResponse, Content, Message
 
 from agent_host._contract import render_turn, turn_text
-from agent_host._delivery import completed_record
+from agent_host._conversation.turn_records import completed_record
 
 
 def test_turn_text_matches_core_response_text_for_a_multi_message_answer() -> None:

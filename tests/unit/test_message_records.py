@@ -6,8 +6,8 @@ import pytest
 from agent_framework import Message
 
 from agent_host._contract import render_message
-from agent_host._history import message_to_record, record_to_message
-from agent_host._state_cache import _TextMessageFactory
+from agent_host._conversation.history import message_to_record, record_to_message
+from agent_host._conversation.state_cache import _TextMessageFactory
 
 AGENT = "assistant"
 

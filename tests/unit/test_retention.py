@@ -11,8 +11,8 @@ import pytest
 from agent_framework import Content, Message
 
 from agent_host import InvalidRequestError, StateCapacityExceededError
-from agent_host._history import message_to_record
-from agent_host._retention import (
+from agent_host._conversation.history import message_to_record
+from agent_host._conversation.retention import (
     apply_retention_settings,
     enforce_retention,
     ensure_room_for_turn,
@@ -20,7 +20,7 @@ from agent_host._retention import (
     validate_watermarks,
     validated_retention,
 )
-from agent_host._state import RetentionSettings, decode_state, encode_state, new_state
+from agent_host._conversation.state import RetentionSettings, decode_state, encode_state, new_state
 
 NOW = 1_700_000_000_000
 LATER = NOW + 5_000

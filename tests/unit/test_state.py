@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agent_host import StateCorruptError, StateVersionError
-from agent_host._state import (
+from agent_host._conversation.state import (
     SCHEMA_VERSION,
     ConversationState,
     RetentionSettings,
@@ -25,7 +25,8 @@ SCHEMA_FILE = Path(__file__).resolve().parents[1] / "data" / "conversation_state
 
 
 def test_checked_in_schema_matches_the_model() -> None:
-    # Regenerate: python -c "import json, agent_host._state as s; print(json.dumps(s.state_json_schema(), indent=2))"
+    # Regenerate: python -c "import json, agent_host._conversation.state as s;
+    #   print(json.dumps(s.state_json_schema(), indent=2))"
     assert json.loads(SCHEMA_FILE.read_text()) == state_json_schema()
 
 

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_host import HostSettings, StateCorruptError
-from agent_host._history import record_to_message
-from agent_host._state import RetentionSettings, encode_state, new_state
-from agent_host._state_cache import CONVERSATION_CACHE, ConversationCache, _TextMessageFactory
+from agent_host._conversation.history import record_to_message
+from agent_host._conversation.state import RetentionSettings, encode_state, new_state
+from agent_host._conversation.state_cache import CONVERSATION_CACHE, ConversationCache, _TextMessageFactory
 
 # Core gives each function-call content a random `af-call-...` id; everything else here is deterministic.
 _CALL_CONTENT_ID = re.compile(r"af-call-[0-9a-f]+")

@@ -29,9 +29,9 @@ from typing import Any
 
 from agent_framework import Content, Message
 
-from ._delivery import TURNS_KEY
-from ._history import MESSAGES_KEY, record_author, record_to_message
-from ._state import decode_state
+from .history import MESSAGES_KEY, record_author, record_to_message
+from .state import decode_state
+from .turn_records import TURNS_KEY
 
 DEFAULT_MAX_CONVERSATIONS = 64
 DEFAULT_MAX_CHARS = 64 * 1024 * 1024

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from ._errors import StateCorruptError, StateVersionError
-from ._history import ASSISTANT_ROLE, author_field
+from .._errors import StateCorruptError, StateVersionError
+from .history import ASSISTANT_ROLE, author_field
 
 # Version 1: flat message list with ids and compaction annotations, the serialized session,
 # retention settings and truncation record, and turn records keyed by turn id.

@@ -23,9 +23,24 @@ from agent_framework import (
     SupportsAgentRun,
 )
 
-from ._approvals import PENDING_APPROVALS_KEY, answer_contents, pending_from_response, remaining_after
-from ._clock import SYSTEM_CLOCK, Clock
-from ._delivery import (
+from .._clock import SYSTEM_CLOCK, Clock
+from .._errors import AgentHostError, IdempotencyConflictError, InvalidRequestError, TurnFailedError
+from .._event_loop import AGENT_LOOP, RunTimeoutError
+from .._telemetry import telemetry
+from .approvals import PENDING_APPROVALS_KEY, answer_contents, pending_from_response, remaining_after
+from .history import (
+    MESSAGES_KEY,
+    DurableHistoryProvider,
+    assign_transcript_ids,
+    delivered_response,
+    message_to_record,
+    reconcile_by_message_id,
+)
+from .retention import apply_retention_settings, ensure_room_for_turn, retain_after_turn, validated_retention
+from .sessions import restore_session, session_id_for, snapshot_session
+from .state import RetentionSettings, encode_state, new_state
+from .state_cache import CONVERSATION_CACHE
+from .turn_records import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
     TURNS_KEY,
@@ -36,21 +51,6 @@ from ._delivery import (
     keep_delivered_answers,
     record_turn,
 )
-from ._errors import AgentHostError, IdempotencyConflictError, InvalidRequestError, TurnFailedError
-from ._event_loop import AGENT_LOOP, RunTimeoutError
-from ._history import (
-    MESSAGES_KEY,
-    DurableHistoryProvider,
-    assign_transcript_ids,
-    delivered_response,
-    message_to_record,
-    reconcile_by_message_id,
-)
-from ._retention import apply_retention_settings, ensure_room_for_turn, retain_after_turn, validated_retention
-from ._sessions import restore_session, session_id_for, snapshot_session
-from ._state import RetentionSettings, encode_state, new_state
-from ._state_cache import CONVERSATION_CACHE
-from ._telemetry import telemetry
 
 logger = logging.getLogger("agent_host.entity")
 

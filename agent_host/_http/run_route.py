@@ -14,13 +14,13 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from ._clock import Clock
-from ._contract import AgentRoute, parse_json_object, read_body_text, turn_text, validate_conversation_id
-from ._delivery import answer_messages, new_turn_id, resolve_alias
-from ._durable_client import ConversationClient
-from ._entity import RUN_OPERATION
-from ._errors import InvalidRequestError, MessageTooLargeError, status_for_code
-from ._settings import HostSettings
+from .._clock import Clock
+from .._contract import AgentRoute, parse_json_object, read_body_text, turn_text, validate_conversation_id
+from .._conversation.entity import RUN_OPERATION
+from .._conversation.turn_records import answer_messages, new_turn_id, resolve_alias
+from .._errors import InvalidRequestError, MessageTooLargeError, status_for_code
+from .._settings import HostSettings
+from .durable_client import ConversationClient
 
 SESSION_ID_FIELD = "session_id"
 LEGACY_THREAD_ID_FIELD = "thread_id"

@@ -15,10 +15,8 @@ import azure.durable_functions as df
 import azure.functions as func
 from pydantic import ValidationError
 
-from ._approvals import PENDING_APPROVALS_KEY, check_answers, public_view
-from ._clock import Clock
-from ._compat import run_compat
-from ._contract import (
+from .._clock import Clock
+from .._contract import (
     AgentRoute,
     TurnRequest,
     iso_time,
@@ -30,7 +28,11 @@ from ._contract import (
     validate_conversation_id,
     validate_turn_id,
 )
-from ._delivery import (
+from .._conversation.approvals import PENDING_APPROVALS_KEY, check_answers, public_view
+from .._conversation.entity import DELETE_OPERATION, RUN_OPERATION, SET_RETENTION_OPERATION
+from .._conversation.retention import validated_retention
+from .._conversation.state import encode_state
+from .._conversation.turn_records import (
     EXPIRED_TURNS_KEY,
     answer_messages,
     find_keyed_turn,
@@ -39,9 +41,7 @@ from ._delivery import (
     request_hash,
     resolve_alias,
 )
-from ._durable_client import ConversationClient
-from ._entity import DELETE_OPERATION, RUN_OPERATION, SET_RETENTION_OPERATION
-from ._errors import (
+from .._errors import (
     AgentHostError,
     AgentNotFoundError,
     ConversationNotFoundError,
@@ -54,9 +54,9 @@ from ._errors import (
     UnsupportedMediaTypeError,
     status_for_code,
 )
-from ._retention import validated_retention
-from ._settings import HostSettings
-from ._state import encode_state
+from .._settings import HostSettings
+from .durable_client import ConversationClient
+from .run_route import run_compat
 
 logger = logging.getLogger("agent_host.http")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_framework import AgentResponse, Content
 
-from ._errors import InvalidRequestError
+from .._errors import InvalidRequestError
 
 PENDING_APPROVALS_KEY = "pendingApprovals"
 

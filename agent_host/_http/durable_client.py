@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import azure.durable_functions as df
 
-from ._errors import StateCorruptError
-from ._state import decode_state
+from .._conversation.state import decode_state
+from .._errors import StateCorruptError
 
 FIRST_POLL_SECONDS = 0.005
 POLL_GROWTH = 1.5

@@ -26,10 +26,10 @@ from typing import Any, get_args
 from agent_framework import EXCLUDED_KEY, CharacterEstimatorTokenizer
 from agent_framework._compaction import group_messages
 
-from ._delivery import TURNS_KEY, keep_delivered_answers, named_messages
-from ._errors import InvalidRequestError, StateCapacityExceededError
-from ._history import MESSAGES_KEY, record_to_message
-from ._state import RetentionModeName, RetentionSettings, encode_state
+from .._errors import InvalidRequestError, StateCapacityExceededError
+from .history import MESSAGES_KEY, record_to_message
+from .state import RetentionModeName, RetentionSettings, encode_state
+from .turn_records import TURNS_KEY, keep_delivered_answers, named_messages
 
 logger = logging.getLogger("agent_host.retention")
 

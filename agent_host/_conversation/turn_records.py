@@ -16,8 +16,8 @@ from typing import Any
 
 from agent_framework import AgentResponse
 
-from ._approvals import pending_from_response, public_view
-from ._history import MESSAGES_KEY, message_to_record
+from .approvals import pending_from_response, public_view
+from .history import MESSAGES_KEY, message_to_record
 
 TURNS_KEY = "turns"
 EXPIRED_TURNS_KEY = "expiredTurns"
