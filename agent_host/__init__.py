@@ -1,22 +1,28 @@
 """agent-host: run Microsoft Agent Framework agents as durable conversations on Azure Durable Functions."""
 
 from ._app import AgentFunctionApp
-from ._clock import Clock
+from ._clock import Clock, SystemClock
 from ._conversation.history import DurableHistoryProvider
 from ._errors import (
     AgentHostError,
     AgentNotFoundError,
     ConversationNotFoundError,
+    IdempotencyConflictError,
     InvalidRequestError,
     MessageTooLargeError,
+    MethodNotAllowedError,
     StateCapacityExceededError,
     StateCorruptError,
     StateVersionError,
+    StorageUnavailableError,
     TurnExpiredError,
     TurnFailedError,
     TurnNotFoundError,
+    UnknownApprovalError,
+    UnsupportedMediaTypeError,
 )
 from ._offline import OfflineChatClient
+from ._retention_settings import RetentionSettings
 from ._settings import HostSettings, chat_client_from_settings
 
 __all__ = [
@@ -27,14 +33,21 @@ __all__ = [
     "ConversationNotFoundError",
     "DurableHistoryProvider",
     "HostSettings",
+    "IdempotencyConflictError",
     "InvalidRequestError",
     "MessageTooLargeError",
+    "MethodNotAllowedError",
     "OfflineChatClient",
+    "RetentionSettings",
     "StateCapacityExceededError",
     "StateCorruptError",
     "StateVersionError",
+    "StorageUnavailableError",
+    "SystemClock",
     "TurnExpiredError",
     "TurnFailedError",
     "TurnNotFoundError",
+    "UnknownApprovalError",
+    "UnsupportedMediaTypeError",
     "chat_client_from_settings",
 ]

@@ -15,14 +15,17 @@ from agent_framework import SupportsAgentRun
 from ._clock import SYSTEM_CLOCK, Clock
 from ._contract import AgentRoute
 from ._conversation.entity import ConversationEntity
+from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
-from ._conversation.state import RetentionModeName, RetentionSettings
 from ._http.routes import Routes
-from ._settings import HostSettings
+from ._retention_settings import RetentionModeName
+from ._settings import HostSettings, retention_from
 
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 CONVERSATION_ROUTE = "agents/{agent}/conversations/{conversationId}"
-_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+# Every route takes every method, so the app itself answers a wrong one: 405 with an honest Allow (or, for
+# OPTIONS, 204 with Allow), in the JSON error body, on the local host and on Azure alike.
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def entity_name_for(agent_name: str) -> str:
@@ -93,7 +96,8 @@ class AgentFunctionApp(df.DFApp):
             state_types: Session state classes this agent's providers use (see `AgentFunctionApp`).
 
         Raises:
-            ValueError: the name is missing, invalid or taken, or a state type's id is taken.
+            ValueError: the name is missing, invalid or taken, a state type's id is taken, or a retention value is
+                invalid (the message names the parameter).
         """
         register_state_types(state_types)
         name = getattr(agent, "name", None)
@@ -107,18 +111,17 @@ class AgentFunctionApp(df.DFApp):
         clash = next((known for known in self._entities if known.lower() == name.lower()), None)
         if clash is not None:
             raise ValueError(f"Agent name {name!r} is registered twice (as {clash!r}); give each agent a unique name.")
-        defaults = self.settings.retention
-        retention = defaults.model_copy(
-            update={
-                key: value
-                for key, value in (("mode", retention_mode), ("max_state_bytes", max_state_bytes))
-                if value is not None
-            }
+        retention = retention_from(
+            self.settings.retention,
+            {"mode": retention_mode, "max_state_bytes": max_state_bytes},
+            names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
+            source=f"add_agent({name!r}):",
         )
-        RetentionSettings.model_validate(retention.model_dump())
+        plan = plan_history(agent)
         entity = ConversationEntity(
             name,
             agent,
+            plan=plan,
             retention=retention,
             max_turn_records=self.settings.max_turn_records,
             turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
@@ -128,7 +131,7 @@ class AgentFunctionApp(df.DFApp):
         entity_name = entity_name_for(name)
         self._register_entity(entity_name, entity)
         self._entities[name] = entity
-        self._agent_routes[name] = AgentRoute(name=name, entity_name=entity_name, history=entity.plan.owner)
+        self._agent_routes[name] = AgentRoute(name=name, entity_name=entity_name, history=plan.owner)
 
     def _register_entity(self, entity_name: str, entity: ConversationEntity) -> None:
         def conversation_entity(context: df.DurableEntityContext) -> None:

@@ -1,33 +1,47 @@
-"""The HTTP contract: request bodies (camelCase on the wire) and the rendering of stored records as responses.
+"""The wire contract: request bodies (camelCase on the wire), entity operation inputs, ids, and their validation.
 
-Knows the wire format, not how the entity stores history beyond the record shapes in `_state`.
+Every body a caller or a signal sends is a pydantic model here; `parse_model` is the one place a failed
+validation becomes an `InvalidRequestError` naming the fields. Knows the wire format, not how anything is stored.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar, Self, TypeVar
 
-from agent_framework import (
-    EXCLUDE_REASON_KEY,
-    EXCLUDED_KEY,
-    GROUP_ANNOTATION_KEY,
-    GROUP_ID_KEY,
-    GROUP_KIND_KEY,
-    SUMMARIZED_BY_SUMMARY_ID_KEY,
-    SUMMARY_OF_MESSAGE_IDS_KEY,
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
 )
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
-from ._conversation.history import record_author
-from ._errors import InvalidRequestError, MessageTooLargeError
+from ._errors import InvalidRequestError
+from ._retention_settings import MIN_STATE_BYTES, RetentionModeName, RetentionSettings
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+CHANGE_ID_PATTERN = r"[A-Za-z0-9_-]{1,64}"
+MAX_APPROVALS_PER_TURN = 32
+
+# The operations a conversation entity runs; the HTTP side signals them and knows nothing else of the entity.
+RUN_OPERATION = "run"
+DELETE_OPERATION = "delete"
+SET_RETENTION_OPERATION = "set_retention"
+ENTITY_OPERATIONS = (RUN_OPERATION, DELETE_OPERATION, SET_RETENTION_OPERATION)
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -39,62 +53,200 @@ class AgentRoute:
     history: str
 
 
-class _WireModel(BaseModel):
+class WireModel(BaseModel):
+    """A body on the wire: camelCase names, unknown fields refused.
+
+    `error_code` is the code of a malformed body; `field_codes` gives some fields a code of their own for a value
+    that has the right type but is out of range (every error of a query parameter, whose type is always text).
+    """
+
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
+    error_code: ClassVar[str] = "invalid_body"
+    field_codes: ClassVar[dict[str, str]] = {}
+    lenient_types: ClassVar[bool] = False
+    shape: ClassVar[str] = ""
 
-class ApprovalAnswer(_WireModel):
+
+def parse_model(model: type[ModelT], data: Any, **context: Any) -> ModelT:
+    """Validate `data` as `model`, or raise the model's error naming every problem and the expected shape.
+
+    `model` is a `WireModel` (or carries the same class attributes); `context` reaches its validators.
+
+    Raises:
+        InvalidRequestError: with the model's code, or a field's own code for that field's problem.
+    """
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        code = getattr(model, "field_codes", {}).get(field)
+        if code is None or not (getattr(model, "lenient_types", False) or _is_value_error(first["type"])):
+            code = getattr(model, "error_code", WireModel.error_code)
+        shape = getattr(model, "shape", "")
+        expected = f" Expected {shape}." if shape else ""
+        raise InvalidRequestError(f"The request is not valid: {describe_problems(exc)}.{expected}", code=code) from None
+
+
+def describe_problems(error: ValidationError, names: Mapping[str, str] | None = None) -> str:
+    """Every problem of a failed validation, each under the name the caller knows the field by.
+
+    Args:
+        error: What pydantic raised.
+        names: The caller's name for a field, by attribute or wire name (an app setting's variable, say);
+            fields not named here go by their wire name.
+    """
+    names = names or {}
+    problems = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"])
+        field = str(item["loc"][0]) if item["loc"] else ""
+        where = names.get(field) or names.get(_snake(field)) or path or "body"
+        message = item["msg"].removeprefix("Value error, ")
+        shown = f" (got {item['input']!r})" if item["loc"] and item["type"] != "missing" else ""
+        problems.append(f"{where}: {message}{shown}")
+    return "; ".join(problems)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def _is_value_error(error_type: str) -> bool:
+    """Whether pydantic refused a value of the right type (out of range, too long), not a value of the wrong type."""
+    return not (error_type.endswith("_type") or error_type in {"missing", "extra_forbidden", "literal_error"})
+
+
+class ApprovalAnswer(WireModel):
     """The caller's answer to one pending tool approval."""
 
     id: StrictStr
     approved: StrictBool
 
 
-class TurnRequest(_WireModel):
-    """Body of `POST .../turns`: a message, answers to pending approvals, or both."""
+def _check_timeout(value: float | None, info: ValidationInfo) -> float | None:
+    maximum = (info.context or {}).get("max_wait_seconds", math.inf)
+    if value is not None and not (math.isfinite(value) and 0 < value <= maximum):
+        raise ValueError(f"timeoutSeconds must be more than 0 and at most {maximum:g}")
+    return value
+
+
+class TurnRequest(WireModel):
+    """Body of `POST .../turns`: a message, answers to pending approvals, or both; how long to wait."""
+
+    field_codes = {
+        "": "missing_message",
+        "message": "missing_message",
+        "approvals": "too_many_approvals",
+        "timeoutSeconds": "invalid_timeout",
+    }
+    shape = (
+        '{"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
+        '"timeoutSeconds": number}'
+    )
 
     message: StrictStr | None = None
-    approvals: list[ApprovalAnswer] | None = None
+    approvals: list[ApprovalAnswer] | None = Field(default=None, max_length=MAX_APPROVALS_PER_TURN)
     wait: StrictBool = True
-    timeout_seconds: StrictInt | StrictFloat | None = Field(default=None)
+    timeout_seconds: StrictInt | StrictFloat | None = None
+
+    _timeout = field_validator("timeout_seconds")(_check_timeout)
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("the message is empty; send some text")
+        return value
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> Self:
+        if self.message is None and not self.approvals:
+            raise ValueError(
+                'the body has no message; send {"message": "..."} or answers to pending approvals '
+                '({"approvals": [{"id": "...", "approved": true}]})'
+            )
+        return self
 
 
-def read_body_text(body: bytes, max_message_bytes: int) -> str:
-    """A request body as text, refused when it is larger than any valid turn could be or not UTF-8.
+class TurnQuery(WireModel):
+    """Query parameters of a `text/plain` turn request (`?wait=false&timeoutSeconds=5`)."""
 
-    Raises:
-        MessageTooLargeError: the body is over six times the message limit (JSON escaping can grow a message
-            six-fold) plus room for the other fields.
-        InvalidRequestError: the body is not UTF-8 (code `invalid_encoding`).
-    """
-    limit = max_message_bytes * 6 + 4096
-    if len(body) > limit:
-        raise MessageTooLargeError(len(body), limit, what="request body")
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidRequestError(
-            f"The body is not valid UTF-8 (byte {exc.start}). Send UTF-8 text.", code="invalid_encoding"
-        ) from None
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    error_code = "invalid_query"
+    field_codes = {"timeoutSeconds": "invalid_timeout"}
+    lenient_types = True
+
+    wait: bool = True
+    timeout_seconds: float | None = None
+
+    _timeout = field_validator("timeout_seconds")(_check_timeout)
 
 
-def parse_json_object(text: str, expected: str) -> dict[str, Any]:
-    """The JSON object a body holds; `expected` shows the caller what shape to send.
+class MessagesQuery(WireModel):
+    """Query parameters of `GET .../messages`."""
 
-    Raises:
-        InvalidRequestError: not JSON, nested deeper than the parser goes, or not an object (code `invalid_json`);
-            a string holding an unpaired surrogate (code `invalid_body`).
-    """
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
-        raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
-    if not isinstance(data, dict):
-        raise InvalidRequestError(
-            f"The body must be a JSON object like {expected}, got {type(data).__name__}.", code="invalid_json"
-        )
-    refuse_unpaired_surrogates(data)
-    return data
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    error_code = "invalid_query"
+    lenient_types = True
+
+    include_excluded: bool = False
+
+
+class RetentionRequest(RetentionSettings):
+    """Body of `PUT .../retention`: the one retention model, with the mode and budget required (a PUT replaces the
+    conversation's settings; omitted watermarks take their defaults), refused with `invalid_retention`."""
+
+    mode: RetentionModeName
+    max_state_bytes: StrictInt = Field(ge=MIN_STATE_BYTES)
+
+    error_code: ClassVar[str] = "invalid_retention"
+    field_codes: ClassVar[dict[str, str]] = {}
+    lenient_types: ClassVar[bool] = False
+    shape: ClassVar[str] = (
+        '{"mode": "keep_all" | "auto" | "follow_compaction", "maxStateBytes": integer >= 4096, '
+        '"highWatermark": number, "lowWatermark": number}'
+    )
+
+
+class RunRequestBody(WireModel):
+    """A JSON body of the agent-framework-azurefunctions `POST .../run` route: its snake_case names, unknown fields
+    ignored as that host ignores them."""
+
+    model_config = ConfigDict(alias_generator=None, extra="ignore")
+
+    message: StrictStr = ""
+    session_id: StrictStr | None = None
+    thread_id: StrictStr | None = None
+    # Read like that host reads it: a boolean, or a word such as "true" or "no"; anything else means the default.
+    wait_for_response: Any = None
+
+
+class RunOperation(BaseModel):
+    """Input of the entity's `run` operation."""
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
+
+    turn_id: str = Field(pattern=TURN_ID_PATTERN.pattern)
+    message: str | None = None
+    approvals: list[ApprovalAnswer] = Field(default_factory=list)
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+
+
+class ChangeOperation(BaseModel):
+    """Input of the entity's `delete` operation: the request's id, acknowledged in the state when applied."""
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
+
+    change_id: str = Field(pattern=CHANGE_ID_PATTERN)
+
+
+class SetRetentionOperation(ChangeOperation):
+    """Input of the entity's `set_retention` operation."""
+
+    retention: RetentionSettings
 
 
 def validate_conversation_id(conversation_id: str) -> str:
@@ -124,104 +276,3 @@ def validate_turn_id(turn_id: str) -> str:
             f"Turn id {turn_id[:80]!r} is invalid: use the turnId a turn request returned.", code="invalid_turn_id"
         )
     return turn_id
-
-
-def refuse_unpaired_surrogates(data: Any) -> None:
-    """Refuse a JSON body whose strings hold an unpaired surrogate escape such as `"\\ud800"`.
-
-    Such JSON is well formed, but the string is not Unicode text: it can be neither measured, stored nor echoed
-    as UTF-8.
-
-    Raises:
-        InvalidRequestError: with code `invalid_body`.
-    """
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidRequestError(
-            f"The body holds an unpaired surrogate escape ({exc.object[exc.start : exc.end]!r}), which is not "
-            "Unicode text; send valid UTF-8 text.",
-            code="invalid_body",
-        ) from None
-
-
-def iso_time(epoch_ms: int | None) -> str | None:
-    """Milliseconds since the epoch as an ISO 8601 UTC timestamp."""
-    if epoch_ms is None:
-        return None
-    return datetime.fromtimestamp(epoch_ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def message_text(record: dict[str, Any]) -> str:
-    """A stored message's text, joined as core's `Message.text` joins its text contents."""
-    if "contents" not in record:
-        return record.get("text", "")
-    return " ".join(content.get("text", "") for content in record["contents"] if content.get("type") == "text")
-
-
-def turn_text(record: dict[str, Any], messages: list[dict[str, Any]]) -> str:
-    """A completed turn's answer, derived from its messages exactly as core's `AgentResponse.text` joins them.
-
-    Turn records store the messages only, so the answer's text is not stored twice.
-    """
-    if "text" in record:  # written by earlier builds of schema version 1
-        return record["text"] or ""
-    return "".join(message_text(message) for message in messages)
-
-
-def render_message(record: dict[str, Any], agent_name: str | None) -> dict[str, Any]:
-    """A stored message as the API shows it, with compaction's annotations made readable.
-
-    `agent_name` is the conversation's agent, whose name its assistant messages imply.
-    """
-    contents = record.get("contents")
-    if contents is None:
-        contents = [{"type": "text", "text": record.get("text", "")}]
-    text = message_text(record)
-    props: dict[str, Any] = record.get("props") or {}
-    body: dict[str, Any] = {
-        "messageId": record["id"],
-        "role": record["role"],
-        "text": text,
-        "contents": contents,
-        "createdAt": iso_time(record.get("at")),
-        "excluded": bool(props.get(EXCLUDED_KEY, False)),
-    }
-    author = record_author(record, agent_name)
-    if author:
-        body["authorName"] = author
-    if props.get(EXCLUDE_REASON_KEY):
-        body["excludeReason"] = props[EXCLUDE_REASON_KEY]
-    group = props.get(GROUP_ANNOTATION_KEY)
-    if isinstance(group, dict):
-        # Core's annotation keys, renamed for readers: the group a message belongs to, and the summary links.
-        if group.get(GROUP_ID_KEY):
-            body["group"] = {"id": group[GROUP_ID_KEY], "kind": group.get(GROUP_KIND_KEY)}
-        if group.get(SUMMARY_OF_MESSAGE_IDS_KEY):
-            body["summaryOf"] = list(group[SUMMARY_OF_MESSAGE_IDS_KEY])
-        if group.get(SUMMARIZED_BY_SUMMARY_ID_KEY):
-            body["summarizedBy"] = group[SUMMARIZED_BY_SUMMARY_ID_KEY]
-    if props:
-        body["annotations"] = props
-    return body
-
-
-def render_turn(
-    conversation_id: str, turn_id: str, record: dict[str, Any], messages: list[dict[str, Any]], agent_name: str | None
-) -> dict[str, Any]:
-    """A turn record as the body of a turn response; `messages` is its answer (`answer_messages`)."""
-    body: dict[str, Any] = {"conversationId": conversation_id, "turnId": turn_id, "status": record["status"]}
-    if record["status"] == "completed":
-        body["text"] = turn_text(record, messages)
-        body["messages"] = [render_message(message, agent_name) for message in messages]
-        body["usage"] = record.get("usage") or {}
-        body["approvalRequests"] = record.get("approvalRequests", [])
-    else:
-        body["error"] = record["error"]
-    body["completedAt"] = iso_time(record.get("at"))
-    return body
-
-
-def render_pending(conversation_id: str, turn_id: str) -> dict[str, Any]:
-    """The body of a turn that has not finished yet."""
-    return {"conversationId": conversation_id, "turnId": turn_id, "status": "pending"}

@@ -1,57 +1,124 @@
-"""Errors a request or a stored conversation can fail with, each with a stable code and HTTP status.
+"""Errors a request or a stored conversation can fail with: each class declares its codes and writes its message.
 
-AgentHostError
- ├── InvalidRequestError            400  the request is malformed; fix the request
+AgentHostError                      500  internal_error: anything unexpected (details go to the log only)
+ ├── InvalidRequestError            400  the request is malformed; fix the request (codes in the class)
+ │    └── UnknownApprovalError      400  unknown_approval: an answer names no pending approval
  ├── AgentNotFoundError             404  no agent of that name is registered
  ├── ConversationNotFoundError      404  the conversation has never run a turn (or was deleted)
  ├── TurnNotFoundError              404  the turn id was never seen in this conversation
  ├── MethodNotAllowedError          405  the route exists but not for that method
  ├── IdempotencyConflictError       409  an Idempotency-Key was reused with a different body
- ├── TurnExpiredError               410  the turn ran, but its result aged out of the delivery records
- ├── MessageTooLargeError           413  the message is over the configured size limit
+ ├── TurnExpiredError               410  the turn ran, but its result is no longer kept
+ ├── MessageTooLargeError           413  the message or body is over the configured size limit
  ├── UnsupportedMediaTypeError      415  the body is neither JSON nor plain text
  ├── StateCorruptError              422  the stored state cannot be read; it is left untouched
  ├── StateVersionError              422  the stored state has a schema version this code does not know
- ├── StateCapacityExceededError     507  the conversation is over its byte budget
- └── TurnFailedError                502  the model or a tool failed during the turn
+ ├── TurnFailedError                502  the model or a tool failed during the turn
+ ├── StorageUnavailableError        503  the durable store could not be read or written
+ └── StateCapacityExceededError     507  the conversation is over its byte budget
 
-The entity stores `{"code", "message"}` for a failed turn; HTTP rendering lives in `_routes.py` alone.
+`ERROR_STATUS` is the one table from code to HTTP status, built from the classes' declarations; a code a class
+does not declare is refused when the error is made. A failed turn stores `{"code", "message"}`; rendering an
+error as HTTP happens in `_http/responses.py` alone.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+INTERNAL_ERROR_CODE = "internal_error"
+ERROR_STATUS: dict[str, int] = {}
 
 
 class AgentHostError(Exception):
-    """Base class: an error with a stable machine-readable code and an HTTP status."""
+    """Base class: an error with a stable machine-readable code and an HTTP status.
 
-    code: ClassVar[str] = "internal_error"
+    Subclasses declare the codes they may carry in `codes` (the first is their default) and their `status`.
+
+    Raises:
+        ValueError: at construction, for a code the class does not declare.
+    """
+
+    codes: ClassVar[tuple[str, ...]] = (INTERNAL_ERROR_CODE,)
     status: ClassVar[int] = 500
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for code in cls.__dict__.get("codes", ()):
+            known = ERROR_STATUS.setdefault(code, cls.status)
+            if known != cls.status:
+                raise TypeError(f"Error code {code!r} of {cls.__name__} has status {cls.status}, elsewhere {known}.")
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
+        if code is not None and code not in self.codes:
+            raise ValueError(f"{type(self).__name__} cannot carry code {code!r}; it declares {', '.join(self.codes)}.")
+        self.code: str = code or self.codes[0]
         self.message = message
+        # Extra top-level fields of the error body (a turn error also names the turn) and response headers.
         self.fields: dict[str, str] = {}
-        if code is not None:
-            self.code = code  # type: ignore[misc]
+        self.headers: dict[str, str] = {}
 
     def to_record(self) -> dict[str, str]:
-        """The error as stored in a turn record and rendered in an error body."""
+        """The error as stored in a turn record and shown in an error body: `{"code", "message"}`."""
         return {"code": self.code, "message": self.message}
+
+    def body(self) -> dict[str, Any]:
+        """The whole error body: `{..fields, "error": {"code", "message"}}`."""
+        return {**self.fields, "error": self.to_record()}
+
+
+ERROR_STATUS[INTERNAL_ERROR_CODE] = AgentHostError.status
+
+
+def internal_error() -> AgentHostError:
+    """What a caller is told about an unexpected failure; the details go to the log only."""
+    return AgentHostError("The request failed unexpectedly; the host's log has the details.")
+
+
+def status_for_code(code: str) -> int:
+    """The HTTP status of an error code (stored in a turn record, say); 500 for a code this version does not know."""
+    return ERROR_STATUS.get(code, AgentHostError.status)
 
 
 class InvalidRequestError(AgentHostError):
-    """The request body, a parameter or a header is malformed."""
+    """The request body, a parameter or a header is malformed; the message says what to send instead."""
 
-    code = "invalid_request"
+    codes = (
+        "invalid_body",
+        "invalid_json",
+        "invalid_encoding",
+        "missing_message",
+        "invalid_conversation_id",
+        "invalid_turn_id",
+        "invalid_idempotency_key",
+        "invalid_query",
+        "invalid_timeout",
+        "invalid_retention",
+        "too_many_approvals",
+        "conflicting_session_id",
+        "unknown_operation",
+    )
     status = 400
+
+
+class UnknownApprovalError(InvalidRequestError):
+    """An answer names a tool approval that is not pending (or answers one twice)."""
+
+    codes = ("unknown_approval",)
+
+    def __init__(self, approval_id: str, pending: list[str]) -> None:
+        super().__init__(
+            f"Approval '{approval_id}' is not pending in this conversation (pending: {', '.join(pending) or 'none'}). "
+            "Answer each request from the last turn's approvalRequests once."
+        )
 
 
 class AgentNotFoundError(AgentHostError):
     """No agent with this name is registered on the app."""
 
-    code = "agent_not_found"
+    codes = ("agent_not_found",)
     status = 404
 
     def __init__(self, agent: str, known: list[str]) -> None:
@@ -61,20 +128,20 @@ class AgentNotFoundError(AgentHostError):
 class ConversationNotFoundError(AgentHostError):
     """The conversation does not exist (no turn ran yet, or it was deleted)."""
 
-    code = "conversation_not_found"
+    codes = ("conversation_not_found",)
     status = 404
 
-    def __init__(self, agent: str, conversation_id: str) -> None:
+    def __init__(self, agent: str, conversation_id: str, *, deleted: bool = False) -> None:
+        what = "was deleted, with its turns" if deleted else "does not exist"
         super().__init__(
-            f"Conversation '{conversation_id}' of agent '{agent}' does not exist. "
-            "Start it by posting a turn to .../turns."
+            f"Conversation '{conversation_id}' of agent '{agent}' {what}. Start it by posting a turn to .../turns."
         )
 
 
 class TurnNotFoundError(AgentHostError):
     """The turn id was never seen in this conversation."""
 
-    code = "turn_not_found"
+    codes = ("turn_not_found",)
     status = 404
 
     def __init__(self, conversation_id: str, turn_id: str) -> None:
@@ -82,16 +149,20 @@ class TurnNotFoundError(AgentHostError):
 
 
 class MethodNotAllowedError(AgentHostError):
-    """The route exists but does not accept this HTTP method."""
+    """The route exists but does not accept this HTTP method; `Allow` lists the ones it does."""
 
-    code = "method_not_allowed"
+    codes = ("method_not_allowed",)
     status = 405
+
+    def __init__(self, method: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(f"{method} is not allowed here; use {' or '.join(allowed)}.")
+        self.headers = {"Allow": ", ".join(allowed)}
 
 
 class IdempotencyConflictError(AgentHostError):
     """An Idempotency-Key was reused with a different request body."""
 
-    code = "idempotency_key_reused"
+    codes = ("idempotency_key_reused",)
     status = 409
 
     def __init__(self, key: str, original_turn_id: str) -> None:
@@ -102,20 +173,25 @@ class IdempotencyConflictError(AgentHostError):
 
 
 class TurnExpiredError(AgentHostError):
-    """The turn completed, but its result is older than the delivery records keep."""
+    """The turn completed, but its result is no longer kept (aged out, or dropped to keep the state in budget)."""
 
-    code = "turn_expired"
+    codes = ("turn_expired",)
     status = 410
 
-    def __init__(self, message: str, *, conversation_id: str, turn_id: str) -> None:
-        super().__init__(message)
+    def __init__(self, conversation_id: str, turn_id: str) -> None:
+        super().__init__(
+            f"Turn '{turn_id}' of conversation '{conversation_id}' completed, but its result is no longer kept: "
+            "turn records are bounded in number (AGENT_HOST_MAX_TURN_RECORDS), age "
+            "(AGENT_HOST_TURN_RECORD_TTL_SECONDS) and share of the conversation's byte budget. Read results sooner, "
+            "or read the conversation's messages."
+        )
         self.fields = {"conversationId": conversation_id, "turnId": turn_id, "status": "expired"}
 
 
 class MessageTooLargeError(AgentHostError):
     """The message or the body is over the configured size limit."""
 
-    code = "message_too_large"
+    codes = ("message_too_large",)
     status = 413
 
     def __init__(self, size: int, limit: int, what: str = "message") -> None:
@@ -128,21 +204,30 @@ class MessageTooLargeError(AgentHostError):
 class UnsupportedMediaTypeError(AgentHostError):
     """The body is neither JSON nor plain text."""
 
-    code = "unsupported_media_type"
+    codes = ("unsupported_media_type",)
     status = 415
+
+    def __init__(self, media_type: str, accepted: str) -> None:
+        super().__init__(f"Content type '{media_type}' is not supported; send {accepted}.")
 
 
 class StateCorruptError(AgentHostError):
     """The stored conversation state cannot be read. It is left exactly as it was."""
 
-    code = "state_corrupt"
+    codes = ("state_corrupt",)
     status = 422
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"The stored conversation {reason}. It was left unchanged; restore it from a backup or delete the "
+            "conversation to start over."
+        )
 
 
 class StateVersionError(AgentHostError):
     """The stored state has a schema version this code cannot read. It is left exactly as it was."""
 
-    code = "state_version_unsupported"
+    codes = ("state_version_unsupported",)
     status = 422
 
     def __init__(self, found: object, supported: int) -> None:
@@ -161,26 +246,59 @@ class StateVersionError(AgentHostError):
         super().__init__(f"The stored conversation {problem}. {advice}")
 
 
-class StateCapacityExceededError(AgentHostError):
-    """The conversation is over its byte budget and the retention mode may not delete enough."""
-
-    code = "state_capacity_exceeded"
-    status = 507
-
-
 class TurnFailedError(AgentHostError):
     """The model or a tool failed during the turn; earlier history is unchanged."""
 
-    code = "turn_failed"
+    codes = ("turn_failed",)
     status = 502
 
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason} The conversation's earlier history is unchanged; send the next turn to continue.")
 
-def status_for_code(code: str) -> int:
-    """The HTTP status of an error code stored in a turn record (500 for codes this version does not know)."""
+
+class StorageUnavailableError(AgentHostError):
+    """The durable store could not be read or written; nothing the caller sent was lost or half-applied."""
+
+    codes = ("storage_unavailable",)
+    status = 503
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"The durable store is unavailable ({detail}). Retry shortly; nothing was lost.")
+
+
+class StateCapacityExceededError(AgentHostError):
+    """The conversation is over its byte budget and its retention mode may not delete enough."""
+
+    codes = ("state_capacity_exceeded",)
+    status = 507
+
+    def __init__(
+        self, conversation_id: str, size: int, budget: int, mode: str, *, protected: int | None = None
+    ) -> None:
+        if protected is None:
+            # keep_all refuses before the model runs.
+            message = (
+                f"Conversation '{conversation_id}' would grow to {size} bytes, over its {budget}-byte budget "
+                f"(maxStateBytes) under retention '{mode}', which never deletes. The turn was refused before the "
+                "model ran and nothing was changed. Switch to retention 'auto' or 'follow_compaction', raise "
+                "maxStateBytes, or start a new conversation."
+            )
+        else:
+            message = (
+                f"Conversation '{conversation_id}' stores {size} bytes, over its {budget}-byte budget (maxStateBytes) "
+                f"under retention '{mode}', and {protected} bytes of it may never be evicted (system messages, the "
+                "newest exchange, answers not yet delivered, the session). Nothing was deleted; the answer was "
+                "delivered. Raise maxStateBytes or start a new conversation."
+            )
+        super().__init__(message)
+
+
+def public_error_classes() -> Mapping[str, type[AgentHostError]]:
+    """Every error class by name, for documentation and the public-API pin."""
+    found: dict[str, type[AgentHostError]] = {"AgentHostError": AgentHostError}
     pending = list(AgentHostError.__subclasses__())
     while pending:
         cls = pending.pop()
-        if cls.code == code:
-            return cls.status
+        found[cls.__name__] = cls
         pending.extend(cls.__subclasses__())
-    return AgentHostError.status
+    return found

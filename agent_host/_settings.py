@@ -11,8 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._conversation.state import RetentionSettings
+from pydantic import ValidationError
+
+from ._contract import describe_problems
 from ._offline import OfflineChatClient
+from ._retention_settings import RetentionSettings
 
 AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
 AZURE_OPENAI_CHAT_MODEL = "AZURE_OPENAI_CHAT_MODEL"
@@ -20,6 +23,8 @@ AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
 OPENAI_API_KEY = "OPENAI_API_KEY"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 OPENAI_CHAT_MODEL = "OPENAI_CHAT_MODEL"
+RETENTION_MODE_SETTING = "AGENT_HOST_RETENTION_MODE"
+MAX_STATE_BYTES_SETTING = "AGENT_HOST_MAX_STATE_BYTES"
 
 
 @dataclass(frozen=True)
@@ -54,9 +59,11 @@ class HostSettings:
         """
         env = os.environ if environ is None else environ
         defaults = cls()
-        retention = RetentionSettings(
-            mode=env.get("AGENT_HOST_RETENTION_MODE", defaults.retention.mode),  # type: ignore[arg-type]
-            max_state_bytes=_number(env, "AGENT_HOST_MAX_STATE_BYTES", defaults.retention.max_state_bytes, int),
+        retention = retention_from(
+            defaults.retention,
+            {"mode": env.get(RETENTION_MODE_SETTING), "max_state_bytes": _whole(env, MAX_STATE_BYTES_SETTING)},
+            names={"mode": RETENTION_MODE_SETTING, "max_state_bytes": MAX_STATE_BYTES_SETTING},
+            source="App setting",
         )
         return cls(
             max_message_bytes=_number(env, "AGENT_HOST_MAX_MESSAGE_BYTES", defaults.max_message_bytes, int),
@@ -69,6 +76,32 @@ class HostSettings:
             ),
             retention=retention,
         )
+
+
+def retention_from(
+    defaults: RetentionSettings, overrides: Mapping[str, Any], *, names: Mapping[str, str], source: str
+) -> RetentionSettings:
+    """`defaults` with the given (not None) overrides, validated by the one retention model.
+
+    Raises:
+        ValueError: naming each invalid value by the name the caller set it under (`names`).
+    """
+    changes = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return RetentionSettings.model_validate({**defaults.model_dump(), **changes})
+    except ValidationError as exc:
+        raise ValueError(f"{source} {describe_problems(exc, names)}.") from None
+
+
+def _whole(env: Mapping[str, str], name: str) -> int | str | None:
+    """A setting that should be a whole number, as one when it reads as one (else as given, for validation)."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
 
 
 def _number(env: Mapping[str, str], name: str, default: Any, kind: type) -> Any:

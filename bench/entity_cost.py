@@ -16,11 +16,11 @@ from typing import Any
 from agent_framework import Agent, InMemoryHistoryProvider, SessionContext
 from agent_framework._tools import _copy_messages_for_function_invocation
 
-from agent_host import AgentFunctionApp, HostSettings
-from agent_host._conversation.history import record_to_message
-from agent_host._conversation.state import RetentionSettings, encode_state
+from agent_host import AgentFunctionApp, HostSettings, RetentionSettings
+from agent_host._conversation.state import encode_state
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
 from agent_host._event_loop import AgentEventLoop
+from agent_host._records import record_to_message
 
 from .published import PublishedHost
 from .workload import (

@@ -14,8 +14,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agent_host import HostSettings
-from agent_host._conversation.state import RetentionSettings
+from agent_host import HostSettings, RetentionSettings
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
 
 from .entity_cost import EntityBench, TurnCost, unbounded_settings

@@ -31,8 +31,12 @@ from agent_framework import (  # noqa: E402
     tool,
 )
 
-from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient  # noqa: E402
-from agent_host._conversation.state import RetentionSettings  # noqa: E402
+from agent_host import (  # noqa: E402
+    AgentFunctionApp,
+    HostSettings,
+    OfflineChatClient,
+    RetentionSettings,
+)
 
 MODES = ("keep_all", "auto", "follow_compaction")
 COLORS = {"keep_all": "#c0392b", "auto": "#2471a3", "follow_compaction": "#1e8449"}

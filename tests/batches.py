@@ -7,8 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_host._contract import turn_text
-from agent_host._conversation.turn_records import answer_messages
+from agent_host._conversation.turn_records import answer_messages, turn_text
 from agent_host._local_host.scheduler import entity_batch_json, signal_body
 
 
@@ -52,4 +51,4 @@ def delivered(state: dict[str, Any], turn_id: str) -> dict[str, Any]:
     if record["status"] != "completed":
         return record
     messages = answer_messages(state, record)
-    return {**record, "messages": messages, "text": turn_text(record, messages)}
+    return {**record, "messages": messages, "text": turn_text(messages)}

@@ -12,9 +12,7 @@ from typing import Any
 
 from agent_framework import AgentResponse, Content
 
-from .._errors import InvalidRequestError
-
-PENDING_APPROVALS_KEY = "pendingApprovals"
+from .._errors import UnknownApprovalError
 
 
 def pending_from_response(response: AgentResponse) -> list[dict[str, Any]]:
@@ -44,7 +42,7 @@ def answer_contents(pending: Sequence[dict[str, Any]], answers: Sequence[dict[st
     """Core approval responses for the caller's answers.
 
     Raises:
-        InvalidRequestError: an answer names a request that is not pending (code `unknown_approval`).
+        UnknownApprovalError: an answer names a request that is not pending.
     """
     by_id = {item["id"]: item for item in pending}
     check_answers(by_id, answers)
@@ -55,17 +53,12 @@ def check_answers(pending_by_id: dict[str, Any], answers: Sequence[dict[str, Any
     """Refuse answers to requests that are not pending, or two answers to one request.
 
     Raises:
-        InvalidRequestError: with code `unknown_approval`.
+        UnknownApprovalError: naming the answer and the pending requests.
     """
     seen: set[str] = set()
     for answer in answers:
         if answer["id"] not in pending_by_id or answer["id"] in seen:
-            known = ", ".join(sorted(pending_by_id)) or "none"
-            raise InvalidRequestError(
-                f"Approval '{answer['id']}' is not pending in this conversation (pending: {known}). "
-                "Answer each request from the last turn's approvalRequests once.",
-                code="unknown_approval",
-            )
+            raise UnknownApprovalError(answer["id"], sorted(pending_by_id))
         seen.add(answer["id"])
 
 

@@ -9,42 +9,59 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, TypeVar
 
 import azure.durable_functions as df
-from agent_framework import (
-    Agent,
-    AgentResponse,
-    ContextProvider,
-    HistoryProvider,
-    InMemoryHistoryProvider,
-    Message,
-    SupportsAgentRun,
-)
+from agent_framework import Agent, AgentResponse, Message, SupportsAgentRun
+from pydantic import BaseModel
 
 from .._clock import SYSTEM_CLOCK, Clock
-from .._errors import AgentHostError, IdempotencyConflictError, InvalidRequestError, TurnFailedError
-from .._event_loop import AGENT_LOOP, RunTimeoutError
-from .._telemetry import telemetry
-from .approvals import PENDING_APPROVALS_KEY, answer_contents, pending_from_response, remaining_after
-from .history import (
-    MESSAGES_KEY,
-    DurableHistoryProvider,
-    assign_transcript_ids,
-    delivered_response,
-    message_to_record,
-    reconcile_by_message_id,
+from .._contract import (
+    DELETE_OPERATION,
+    ENTITY_OPERATIONS,
+    RUN_OPERATION,
+    SET_RETENTION_OPERATION,
+    ChangeOperation,
+    RunOperation,
+    SetRetentionOperation,
+    parse_model,
 )
-from .retention import apply_retention_settings, ensure_room_for_turn, retain_after_turn, validated_retention
+from .._errors import AgentHostError, InvalidRequestError, TurnFailedError
+from .._event_loop import AGENT_LOOP, RunTimeoutError
+from .._records import message_to_record
+from .._retention_settings import RetentionSettings
+from .._telemetry import telemetry
+from .approvals import answer_contents, pending_from_response, remaining_after
+from .history import BUFFER_KEY, assign_transcript_ids, delivered_response, reconcile_by_message_id
+from .history_plan import HistoryPlan
+from .retention import Receipts, apply_retention_settings, make_room_for_turn, retain_after_turn
 from .sessions import restore_session, session_id_for, snapshot_session
-from .state import RetentionSettings, encode_state, new_state
+from .state import (
+    AGENT_KEY,
+    APPLIED_CHANGES_KEY,
+    CAPACITY_ERROR_KEY,
+    CONVERSATION_ID_KEY,
+    CREATED_AT_KEY,
+    DELETED_KEY,
+    MESSAGES_KEY,
+    PENDING_APPROVALS_KEY,
+    RETENTION_KEY,
+    SESSION_KEY,
+    TRUNCATION_KEY,
+    TURN_COUNT_KEY,
+    TURNS_KEY,
+    UPDATED_AT_KEY,
+    StoredState,
+    decode_state,
+    encode_state,
+    is_deleted,
+    new_state,
+    with_applied_change,
+)
 from .state_cache import CONVERSATION_CACHE
 from .turn_records import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
-    TURNS_KEY,
-    alias_record,
     completed_record,
     failed_record,
     find_keyed_turn,
@@ -54,64 +71,7 @@ from .turn_records import (
 
 logger = logging.getLogger("agent_host.entity")
 
-RUN_OPERATION = "run"
-DELETE_OPERATION = "delete"
-SET_RETENTION_OPERATION = "set_retention"
-
-HistoryOwner = Literal["durable", "external", "service"]
-
-
-@dataclass(frozen=True)
-class HistoryPlan:
-    """Who keeps an agent's history, and the provider list its per-turn copies run with."""
-
-    owner: HistoryOwner
-    providers: tuple[ContextProvider, ...]
-    durable: DurableHistoryProvider | None
-
-
-def resolve_store(agent: SupportsAgentRun, run_options: dict[str, Any] | None = None) -> bool:
-    """Whether the model service keeps the history, by core's precedence (failure 10).
-
-    An explicit `store` in the run options wins, then the agent's `default_options["store"]`, then the
-    chat client's `STORES_BY_DEFAULT`.
-    """
-    for options in (run_options or {}, getattr(agent, "default_options", None) or {}):
-        if options.get("store") is not None:
-            return bool(options["store"])
-    return bool(getattr(getattr(agent, "client", None), "STORES_BY_DEFAULT", False))
-
-
-def plan_history(agent: SupportsAgentRun) -> HistoryPlan:
-    """Decide at registration who owns the agent's history, without touching the agent.
-
-    Raises:
-        ValueError: the agent has more than one in-memory or durable history provider.
-    """
-    providers = list(getattr(agent, "context_providers", []) or [])
-    if resolve_store(agent):
-        return HistoryPlan("service", tuple(providers), None)
-    replaceable = [
-        index
-        for index, provider in enumerate(providers)
-        if type(provider) is InMemoryHistoryProvider or isinstance(provider, DurableHistoryProvider)
-    ]
-    if len(replaceable) > 1:
-        raise ValueError(
-            f"Agent '{agent.name}' has {len(replaceable)} in-memory history providers; the host keeps one durable "
-            "transcript per conversation. Keep one InMemoryHistoryProvider (or DurableHistoryProvider)."
-        )
-    if replaceable:
-        index = replaceable[0]
-        found = providers[index]
-        durable = found if isinstance(found, DurableHistoryProvider) else DurableHistoryProvider.replacing(found)
-        providers[index] = durable
-        return HistoryPlan("durable", tuple(providers), durable)
-    if any(isinstance(provider, HistoryProvider) and provider.load_messages for provider in providers):
-        return HistoryPlan("external", tuple(providers), None)
-    # Core would append an InMemoryHistoryProvider at run time here; append its durable twin instead.
-    durable = DurableHistoryProvider()
-    return HistoryPlan("durable", (*providers, durable), durable)
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class ConversationEntity:
@@ -120,6 +80,7 @@ class ConversationEntity:
     Args:
         agent_name: The registered agent name (the entity's agent).
         agent: The caller's agent; never mutated, each turn runs on a shallow copy.
+        plan: Who keeps the agent's history (decided at registration).
         retention: Default retention for new conversations.
         max_turn_records: How many turn records each conversation keeps for its callers.
         turn_record_ttl_seconds: How long a turn record is kept for its callers.
@@ -132,6 +93,7 @@ class ConversationEntity:
         agent_name: str,
         agent: SupportsAgentRun,
         *,
+        plan: HistoryPlan,
         retention: RetentionSettings,
         max_turn_records: int = DEFAULT_MAX_TURN_RECORDS,
         turn_record_ttl_seconds: float = DEFAULT_TURN_RECORD_TTL_SECONDS,
@@ -140,7 +102,7 @@ class ConversationEntity:
     ) -> None:
         self.agent_name = agent_name
         self.agent = agent
-        self.plan = plan_history(agent)
+        self.plan = plan
         self.retention = retention
         self.max_turn_records = max_turn_records
         self.turn_record_ttl_seconds = turn_record_ttl_seconds
@@ -153,55 +115,62 @@ class ConversationEntity:
         if operation == RUN_OPERATION:
             self._run(context)
         elif operation == DELETE_OPERATION:
-            # set_result marks the entity as existing again, so it must come before destruct_on_exit.
-            context.set_result({"deleted": True})
-            context.destruct_on_exit()
+            self._delete(context)
         elif operation == SET_RETENTION_OPERATION:
             self._set_retention(context)
         else:
             raise InvalidRequestError(
-                f"Unknown entity operation '{operation}'; expected 'run', 'delete' or 'set_retention'."
+                f"Unknown entity operation '{operation}'; expected one of {', '.join(ENTITY_OPERATIONS)}.",
+                code="unknown_operation",
             )
 
     def _run(self, context: df.DurableEntityContext) -> None:
-        request = context.get_input()
-        if not isinstance(request, dict) or not isinstance(request.get("turnId"), str):
-            raise InvalidRequestError("The 'run' operation needs an input object with 'turnId' and 'message'.")
-        turn_id: str = request["turnId"]
-        raw = read_raw_state(context)
-        state = self._load_state(context, raw)
-        if turn_id in state.get("turns", {}):
+        request = _operation_input(context, RunOperation)
+        turn_id = request.turn_id
+        state, stored_bytes = self._load_state(context, read_raw_state(context))
+        if turn_id in state.get(TURNS_KEY, {}):
             # Signals arrive at least once: a known turn id returns its recorded result (failure 9).
-            context.set_result({"turnId": turn_id, "status": state["turns"][turn_id]["status"], "duplicate": True})
+            context.set_result({"turnId": turn_id, "status": state[TURNS_KEY][turn_id]["status"], "duplicate": True})
+            return
+        earlier = find_keyed_turn(state, request.idempotency_key) if request.idempotency_key else None
+        if earlier is not None:
+            # A retry of an Idempotency-Key already answered: its caller reads the original turn; nothing is
+            # written, so no number of retries can push the original's record out (failure 15).
+            context.set_result({"turnId": earlier[0], "status": earlier[1]["status"], "duplicate": True})
             return
         started = time.perf_counter()
-        stored_bytes = len(raw.encode("utf-8")) if raw is not None else None
-        committed = self.run_turn(state, context.entity_key, turn_id, request, stored_bytes=stored_bytes)
+        committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes)
         committed, text = retain_after_turn(
             committed,
-            committed["turns"][turn_id],
+            committed[TURNS_KEY][turn_id],
             now_ms=self.clock.now_ms(),
             text=CONVERSATION_CACHE.encode(self.agent_name, context.entity_key, committed),
+            receipts=self._receipts(turn_id),
         )
         CONVERSATION_CACHE.remember(self.agent_name, context.entity_key, committed, text)
         write_raw_state(context, text)
-        context.set_result({"turnId": turn_id, "status": committed["turns"][turn_id]["status"]})
+        context.set_result({"turnId": turn_id, "status": committed[TURNS_KEY][turn_id]["status"]})
         self._record_telemetry(state, committed, context.entity_key, turn_id, text, time.perf_counter() - started)
+
+    def _receipts(self, turn_id: str | None) -> Receipts:
+        return Receipts(max_records=self.max_turn_records, protected_turn=turn_id)
 
     def _record_telemetry(
         self,
-        before: dict[str, Any],
-        after: dict[str, Any],
+        before: StoredState,
+        after: StoredState,
         conversation_id: str,
         turn_id: str,
         text: str,
         seconds: float,
     ) -> None:
-        record = after["turns"][turn_id]
-        evicted = after.get("truncation", {}).get("evictedMessages", 0) - before.get("truncation", {}).get(
-            "evictedMessages", 0
-        )
-        error = record.get("error") or (after.get("capacityError") if not before.get("capacityError") else None)
+        record = after[TURNS_KEY][turn_id]
+
+        def evicted(state: StoredState) -> int:
+            return int(state.get(TRUNCATION_KEY, {}).get("evictedMessages", 0))
+
+        new_capacity_error = after.get(CAPACITY_ERROR_KEY) if not before.get(CAPACITY_ERROR_KEY) else None
+        error = record.get("error") or new_capacity_error
         telemetry().record_turn(
             agent=self.agent_name,
             conversation_id=conversation_id,
@@ -210,56 +179,38 @@ class ConversationEntity:
             error_code=(error or {}).get("code"),
             seconds=seconds,
             state_bytes=len(text.encode("utf-8")),
-            mode=after.get("retention", {}).get("mode", "auto"),
-            evicted=evicted,
+            mode=after.get(RETENTION_KEY, {}).get("mode", "auto"),
+            evicted=evicted(after) - evicted(before),
         )
 
     def run_turn(
-        self,
-        state: dict[str, Any],
-        conversation_id: str,
-        turn_id: str,
-        request: dict[str, Any],
-        *,
-        stored_bytes: int | None = None,
-    ) -> dict[str, Any]:
+        self, state: StoredState, conversation_id: str, request: RunOperation, *, stored_bytes: int | None = None
+    ) -> StoredState:
         """Run one turn against a copy of `state` and return the new state (with its turn record).
 
         `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it.
         """
-        now = self.clock.now_ms()
-        key = request.get("idempotencyKey")
-        earlier = find_keyed_turn(state, key) if key else None
-        new = copy.copy(state)
-        if earlier is not None:
-            # A retry with a known Idempotency-Key: answer from the original turn, never call the model again.
-            original_id, original = earlier
-            if original.get("requestHash") == request.get("requestHash"):
-                record = alias_record(original_id, now)
-            else:
-                record = failed_record(IdempotencyConflictError(key, original_id).to_record(), now)
+        try:
+            response, new = self._run_agent(copy.copy(state), conversation_id, request, stored_bytes)
+        except Exception as exc:
+            # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
+            error = self._turn_error(exc, conversation_id, request.turn_id)
+            record = failed_record(error.to_record(), self.clock.now_ms())
+            new = copy.copy(state)
         else:
-            try:
-                response, new = self._run_agent(new, conversation_id, turn_id, request, stored_bytes)
-            except Exception as exc:
-                # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
-                error = self._turn_error(exc, conversation_id, turn_id)
-                record = failed_record(error.to_record(), self.clock.now_ms())
-                new = copy.copy(state)
-            else:
-                record = completed_record(response, self.clock.now_ms(), new["agent"], new.get("messages", []))
-            if key:
-                record.update(idempotencyKey=key, requestHash=request.get("requestHash"))
+            record = completed_record(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
+        if request.idempotency_key:
+            record.update(idempotencyKey=request.idempotency_key, requestHash=request.request_hash)
         now = self.clock.now_ms()
         record_turn(
             new,
-            turn_id,
+            request.turn_id,
             record,
             max_records=self.max_turn_records,
             ttl_seconds=self.turn_record_ttl_seconds,
             now_ms=now,
         )
-        new["updatedAt"] = now
+        new[UPDATED_AT_KEY] = now
         return new
 
     def _turn_error(self, exc: Exception, conversation_id: str, turn_id: str) -> AgentHostError:
@@ -269,37 +220,30 @@ class ConversationEntity:
         if isinstance(exc, RunTimeoutError):
             logger.warning("Turn %s of %s/%s was cancelled: %s", turn_id, self.agent_name, conversation_id, exc)
             return TurnFailedError(
-                f"The agent run took longer than {exc.timeout:g} s (AGENT_HOST_RUN_TIMEOUT_SECONDS) and was "
-                "cancelled. The conversation's earlier history is unchanged; send the next turn to continue."
+                f"The agent run took longer than {exc.timeout:g} s (AGENT_HOST_RUN_TIMEOUT_SECONDS) and was cancelled."
             )
         logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id, exc_info=exc)
-        return TurnFailedError(
-            f"The agent run failed ({type(exc).__name__}). The conversation's earlier history is unchanged; "
-            "send the next turn to continue."
-        )
+        return TurnFailedError(f"The agent run failed ({type(exc).__name__}).")
 
     def _run_agent(
-        self,
-        state: dict[str, Any],
-        conversation_id: str,
-        turn_id: str,
-        request: dict[str, Any],
-        stored_bytes: int | None,
-    ) -> tuple[AgentResponse, dict[str, Any]]:
-        agent = self._agent_copy()
-        session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get("session"))
-        durable = self.plan.durable
-        stored: list[dict[str, Any]] = state.get("messages", [])
-        if durable is not None:
-            history = CONVERSATION_CACHE.history_for(stored, state["agent"])
-            session.state[durable.source_id] = {MESSAGES_KEY: history.messages}
+        self, state: StoredState, conversation_id: str, request: RunOperation, stored_bytes: int | None
+    ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
-        answers = request.get("approvals") or []
+        answers = [answer.model_dump() for answer in request.approvals]
         contents: list[Any] = answer_contents(pending, answers)
-        if request.get("message"):
-            contents.append(request["message"])
-        message = Message("user", contents, message_id=f"{turn_id}.in")
-        ensure_room_for_turn(state, message_to_record(message, self.clock.now_ms(), state["agent"]), stored_bytes)
+        if request.message:
+            contents.append(request.message)
+        message = Message("user", contents, message_id=f"{request.turn_id}.in")
+        incoming = message_to_record(message, self.clock.now_ms(), state[AGENT_KEY])
+        state = make_room_for_turn(state, incoming, self._receipts(None), stored_bytes)
+
+        agent = self._agent_copy()
+        session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get(SESSION_KEY))
+        durable = self.plan.durable
+        stored: list[dict[str, Any]] = state.get(MESSAGES_KEY, [])
+        if durable is not None:
+            history = CONVERSATION_CACHE.history_for(stored, state[AGENT_KEY])
+            session.state[durable.source_id] = {BUFFER_KEY: history.messages}
         response = AGENT_LOOP.run(agent.run(message, session=session), timeout=self.run_timeout_seconds)
         state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
         if not state[PENDING_APPROVALS_KEY]:
@@ -307,38 +251,74 @@ class ConversationEntity:
 
         now = self.clock.now_ms()
         if durable is not None:
-            buffer: list[Message] = session.state[durable.source_id].get(MESSAGES_KEY, [])
+            buffer: list[Message] = session.state[durable.source_id].get(BUFFER_KEY, [])
             assign_transcript_ids(buffer)
-            state["messages"] = reconcile_by_message_id(
-                stored, buffer, now, agent_name=state["agent"], reuse=history.record_for
+            state[MESSAGES_KEY] = reconcile_by_message_id(
+                stored, buffer, now, agent_name=state[AGENT_KEY], reuse=history.record_for
             )
             if TURNS_KEY in state:
-                state[TURNS_KEY] = keep_delivered_answers(state[TURNS_KEY], stored, state["messages"])
+                state[TURNS_KEY] = keep_delivered_answers(state[TURNS_KEY], stored, state[MESSAGES_KEY])
         # Summaries call-level compaction put in the response stay in the transcript only (failure 5).
-        response = delivered_response(response, turn_id)
-        state["session"] = snapshot_session(
+        response = delivered_response(response, request.turn_id)
+        state[SESSION_KEY] = snapshot_session(
             session,
             derived_source_id=durable.source_id if durable is not None else None,
-            last_good=state.get("session"),
+            last_good=state.get(SESSION_KEY),
         )
-        if state["session"] is None:
-            state.pop("session")
-        state["turnCount"] = state.get("turnCount", 0) + 1
+        if state[SESSION_KEY] is None:
+            state.pop(SESSION_KEY)
+        state[TURN_COUNT_KEY] = state.get(TURN_COUNT_KEY, 0) + 1
         return response, state
 
-    def _load_state(self, context: df.DurableEntityContext, raw: str | None) -> dict[str, Any]:
-        """The stored conversation (refused if unreadable), or a new one with this agent's default retention."""
+    def _load_state(self, context: df.DurableEntityContext, raw: str | None) -> tuple[StoredState, int | None]:
+        """The stored conversation (refused if unreadable) and its stored size, or a new one (size None) with this
+        agent's default retention.
+
+        A deleted conversation's tombstone starts a new conversation, which keeps the acknowledged change ids.
+        """
         if raw is None:
-            return new_state(self.agent_name, context.entity_key, self.retention, self.clock.now_ms())
-        return CONVERSATION_CACHE.decode(self.agent_name, context.entity_key, raw)
+            return new_state(self.agent_name, context.entity_key, self.retention, self.clock.now_ms()), None
+        state = CONVERSATION_CACHE.decode(self.agent_name, context.entity_key, raw)
+        if not is_deleted(state):
+            return state, len(raw) if raw.isascii() else len(raw.encode("utf-8"))
+        fresh = new_state(self.agent_name, context.entity_key, self.retention, self.clock.now_ms())
+        return {**fresh, APPLIED_CHANGES_KEY: state.get(APPLIED_CHANGES_KEY, [])}, None
+
+    def _delete(self, context: df.DurableEntityContext) -> None:
+        """Replace the conversation with a tombstone naming the turns it removes.
+
+        The stored state need not be readable: deleting is the way out of a conversation that cannot be read.
+        """
+        request = _operation_input(context, ChangeOperation)
+        raw = read_raw_state(context)
+        if raw is None:
+            # Nothing to delete (no turn was queued before this deletion): store nothing, answer nothing.
+            context.destruct_on_exit()
+            return
+        try:
+            before = decode_state(raw)
+        except AgentHostError:
+            before = {}
+        now = self.clock.now_ms()
+        existed = not is_deleted(before)
+        tombstone: StoredState = {
+            **new_state(self.agent_name, context.entity_key, self.retention, now),
+            CREATED_AT_KEY: before.get(CREATED_AT_KEY, now),
+            DELETED_KEY: {"at": now, "existed": existed, "turns": _removed_turns(before)},
+            APPLIED_CHANGES_KEY: before.get(APPLIED_CHANGES_KEY, []),
+        }
+        tombstone = with_applied_change(tombstone, request.change_id)
+        write_raw_state(context, encode_state(tombstone))
+        context.set_result({"deleted": True})
 
     def _set_retention(self, context: df.DurableEntityContext) -> None:
         # Validated here too: the entity is the authority, whoever signals it.
-        settings = validated_retention(context.get_input())
-        state = self._load_state(context, read_raw_state(context))
-        updated = apply_retention_settings(state, settings, self.clock.now_ms())
+        request = _operation_input(context, SetRetentionOperation)
+        state, _ = self._load_state(context, read_raw_state(context))
+        updated = apply_retention_settings(state, request.retention, self.clock.now_ms())
+        updated = with_applied_change(updated, request.change_id)
         write_raw_state(context, encode_state(updated))
-        context.set_result({"retention": updated["retention"]})
+        context.set_result({RETENTION_KEY: updated[RETENTION_KEY], CONVERSATION_ID_KEY: context.entity_key})
 
     def _agent_copy(self) -> SupportsAgentRun:
         # Core appends providers to the agent it runs (and may change its options): run a shallow copy with
@@ -349,6 +329,18 @@ class ConversationEntity:
         if isinstance(getattr(agent, "default_options", None), dict):
             agent.default_options = dict(agent.default_options)  # type: ignore[attr-defined]
         return agent
+
+
+def _removed_turns(state: StoredState) -> list[str]:
+    """The turns a deletion removes: the conversation's, or those an earlier deletion already removed."""
+    if is_deleted(state):
+        return list(state[DELETED_KEY]["turns"])
+    return sorted(state.get(TURNS_KEY, {}))
+
+
+def _operation_input(context: df.DurableEntityContext, model: type[ModelT]) -> ModelT:
+    """The operation's input as its contract model; whoever signalled it, the entity checks it."""
+    return parse_model(model, context.get_input())
 
 
 def read_raw_state(context: df.DurableEntityContext) -> str | None:

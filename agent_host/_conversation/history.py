@@ -17,18 +17,18 @@ from agent_framework import (
     GROUP_ANNOTATION_KEY,
     SUMMARY_OF_MESSAGE_IDS_KEY,
     AgentResponse,
-    Content,
     HistoryProvider,
     InMemoryHistoryProvider,
     Message,
 )
 from agent_framework._sessions import filter_new_messages
 
-MESSAGES_KEY = "messages"
+from .._records import message_to_record
+
+# Where core's InMemoryHistoryProvider keeps its buffer in its session state slice; compaction edits it there.
+BUFFER_KEY = "messages"
 # Core's compaction names unnamed messages `msg_{position}`; the host names them the same way.
 CORE_ID_PREFIX = "msg_"
-ASSISTANT_ROLE = "assistant"
-_TEXT_ONLY_KEYS = {"type", "text", "additional_properties"}
 
 
 class DurableHistoryProvider(HistoryProvider):
@@ -91,7 +91,7 @@ class DurableHistoryProvider(HistoryProvider):
         """Return the stored messages, copying annotation trees so a run's edits stay in the run."""
         if state is None:
             return []
-        messages: list[Message] = state.get(MESSAGES_KEY, [])
+        messages: list[Message] = state.get(BUFFER_KEY, [])
         if self.skip_excluded:
             messages = [m for m in messages if not m.additional_properties.get(EXCLUDED_KEY, False)]
         # Loaded messages would share nested `_group` dicts with stored ones; a summarizing before_strategy
@@ -109,10 +109,10 @@ class DurableHistoryProvider(HistoryProvider):
         """Append the run's new messages to the buffer; the entity persists the buffer after the run."""
         if state is None or not messages:
             return
-        existing: list[Message] = state.get(MESSAGES_KEY, [])
+        existing: list[Message] = state.get(BUFFER_KEY, [])
         new_messages = filter_new_messages(existing, messages)
         if new_messages:
-            state[MESSAGES_KEY] = [*existing, *new_messages]
+            state[BUFFER_KEY] = [*existing, *new_messages]
 
 
 def _detached(message: Message) -> Message:
@@ -186,56 +186,6 @@ def delivered_response(response: AgentResponse, turn_id: str) -> AgentResponse:
     delivered = copy.copy(response)
     delivered.messages = messages
     return delivered
-
-
-def message_to_record(message: Message, at: int, agent_name: str | None) -> dict[str, Any]:
-    """The stored form of a message: its id, role, contents and every additional property (failure 4).
-
-    `agent_name` is the conversation's agent: its name is implied on its assistant messages (`record_author`).
-    """
-    record: dict[str, Any] = {"id": message.message_id, "role": str(message.role)}
-    contents = [content.to_dict() for content in message.contents]
-    if len(contents) == 1 and contents[0].get("type") == "text" and _is_plain_text(contents[0]):
-        record["text"] = contents[0]["text"]
-    else:
-        record["contents"] = contents
-    if message.additional_properties:
-        record["props"] = copy.deepcopy(message.additional_properties)
-    record.update(author_field(record["role"], message.author_name or None, agent_name))
-    record["at"] = at
-    return record
-
-
-def author_field(role: str, author: str | None, agent_name: str | None) -> dict[str, str | None]:
-    """The `author` a stored message carries: none on the agent's own assistant messages (implied), null on an
-    assistant message without an author name, and otherwise the name when there is one."""
-    if role == ASSISTANT_ROLE:
-        return {} if author == agent_name else {"author": author}
-    return {"author": author} if author else {}
-
-
-def record_author(record: dict[str, Any], agent_name: str | None) -> str | None:
-    """A stored message's author name: the agent's own name when an assistant message omits it."""
-    if "author" in record:
-        return record["author"]  # type: ignore[no-any-return]
-    return agent_name if record["role"] == ASSISTANT_ROLE else None
-
-
-def _is_plain_text(content: dict[str, Any]) -> bool:
-    return content.keys() <= _TEXT_ONLY_KEYS and not content.get("additional_properties")
-
-
-def record_to_message(record: dict[str, Any], agent_name: str | None) -> Message:
-    """Rebuild the core message from its stored form (`agent_name`: the conversation's agent)."""
-    text = record.get("text")
-    contents: list[Any] = [text] if text is not None else [Content.from_dict(c) for c in record.get("contents", [])]
-    return Message(
-        record["role"],
-        contents,
-        message_id=record["id"],
-        author_name=record_author(record, agent_name),
-        additional_properties=copy.deepcopy(record.get("props")) or {},
-    )
 
 
 def reconcile_by_message_id(

@@ -2,16 +2,18 @@
 
 Modes (per conversation, in the entity state):
 
-- ``keep_all`` never deletes; a turn that would take the state over its budget is refused before the model runs.
-- ``auto`` deletes only under pressure: once the stored state reaches the high watermark it evicts the oldest
-  message groups down to the low watermark.
+- ``keep_all`` never deletes messages; a turn that would take the state over its budget is refused before the
+  model runs.
+- ``auto`` deletes only under pressure: once the stored state reaches the high watermark it brings it down to the
+  low watermark, first dropping the answer copies old turn receipts keep, then evicting the oldest message groups.
 - ``follow_compaction`` first deletes what compaction excluded, then applies the same pressure eviction.
 
-Everything is measured on the exact bytes the entity stores (`encode_state`). Core's message grouping decides
-what goes together, so a tool call and its results are evicted together or not at all. System messages and the
-newest exchange are never evicted, and a turn record keeps a copy of any answer evicted from the transcript
-(failures 7 and 8).
-The functions here are pure: they take the JSON-shaped state and return a new one, leaving the input unchanged.
+The budget covers the whole state. Turn receipts get at most `RECEIPT_SHARE` of it in every mode; past that the
+oldest receipts go (their turns answer 410). Everything is measured on the exact bytes the entity stores
+(`encode_state`). Core's message grouping decides what goes together, so a tool call and its results are evicted
+together or not at all. System messages and the newest exchange (with the answer being delivered) are never
+evicted (architecture.md, failures 6, 7, 8 and 14). The functions here are pure: they take the JSON-shaped state
+and return a new one, leaving the input unchanged.
 """
 
 from __future__ import annotations
@@ -21,34 +23,37 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
 from agent_framework import EXCLUDED_KEY, CharacterEstimatorTokenizer
 from agent_framework._compaction import group_messages
 
-from .._errors import InvalidRequestError, StateCapacityExceededError
-from .history import MESSAGES_KEY, record_to_message
-from .state import RetentionModeName, RetentionSettings, encode_state
-from .turn_records import TURNS_KEY, keep_delivered_answers, named_messages
+from .._errors import StateCapacityExceededError
+from .._records import record_to_message
+from .._retention_settings import FOLLOW_COMPACTION, KEEP_ALL, RetentionSettings
+from .state import (
+    CAPACITY_ERROR_KEY,
+    CONVERSATION_ID_KEY,
+    EXPIRED_TURNS_KEY,
+    MESSAGES_KEY,
+    RETENTION_KEY,
+    TRUNCATION_KEY,
+    TURNS_KEY,
+    UPDATED_AT_KEY,
+    StoredState,
+    encode_state,
+)
+from .turn_records import expire_turns, holds_copies, named_messages
 
 logger = logging.getLogger("agent_host.retention")
 
-RetentionMode = RetentionModeName
-RETENTION_MODES: tuple[str, ...] = get_args(RetentionModeName)
-KEEP_ALL: RetentionMode = "keep_all"
-AUTO: RetentionMode = "auto"
-FOLLOW_COMPACTION: RetentionMode = "follow_compaction"
-
-RETENTION_KEY = "retention"
-TRUNCATION_KEY = "truncation"
-CAPACITY_ERROR_KEY = "capacityError"
+# Turn receipts (records and the ids of expired turns) may take at most this share of a conversation's budget.
+RECEIPT_SHARE = 0.2
 EVICTED_MESSAGES_KEY = "evictedMessages"
+EXPIRED_ANSWERS_KEY = "expiredAnswers"
 FIRST_EVICTED_AT_KEY = "firstEvictedAt"
 LAST_EVICTED_AT_KEY = "lastEvictedAt"
 PROPS_KEY = "props"
-# The smallest budget a caller may set: an empty conversation alone takes a few hundred bytes.
-MIN_STATE_BYTES = 4096
-_REQUEST_FIELDS = {"mode", "maxStateBytes", "highWatermark", "lowWatermark"}
 _TOKENIZER = CharacterEstimatorTokenizer()
 
 
@@ -91,85 +96,39 @@ class RetentionOutcome:
         state_bytes: The stored size in UTF-8 bytes.
         evicted_ids: Ids of the messages deleted under pressure, oldest first.
         followed_ids: Ids of the messages deleted because compaction excluded them (`follow_compaction`).
+        expired_turns: Ids of the turns whose answers retention dropped (they answer 410).
     """
 
-    state: dict[str, Any]
+    state: StoredState
     text: str
     state_bytes: int
     evicted_ids: tuple[str, ...] = ()
     followed_ids: tuple[str, ...] = ()
+    expired_turns: tuple[str, ...] = ()
 
 
-def validate_watermarks(low: float, high: float) -> None:
-    """Check that 0 < low < high <= 1.
+@dataclass(frozen=True)
+class Receipts:
+    """What retention may do with turn receipts: how many expired ids to remember, which turn to keep whole."""
 
-    Raises:
-        ValueError: naming both values and the rule.
-    """
-    if not 0 < low < high <= 1:
-        raise ValueError(
-            f"Retention watermarks must satisfy 0 < low < high <= 1; got low={low!r}, high={high!r} "
-            "(defaults: high 0.85, low 0.70)."
-        )
+    max_records: int
+    protected_turn: str | None = None
 
 
-def validated_retention(data: object) -> RetentionSettings:
-    """Retention settings from a request (`{"mode", "maxStateBytes", "highWatermark"?, "lowWatermark"?}`).
-
-    Omitted watermarks take their defaults (0.85 and 0.70).
-
-    Raises:
-        InvalidRequestError: with code `invalid_retention`, naming the valid values.
-    """
-    modes = ", ".join(f"'{mode}'" for mode in RETENTION_MODES)
-    if not isinstance(data, Mapping):
-        raise _invalid(
-            f'The body must be a JSON object like {{"mode": "auto", "maxStateBytes": 1048576}}, '
-            f"got {type(data).__name__}."
-        )
-    unknown = sorted(set(data) - _REQUEST_FIELDS)
-    if unknown:
-        raise _invalid(
-            f"Unknown retention field(s) {', '.join(unknown)}; send mode, maxStateBytes and optionally "
-            "highWatermark and lowWatermark."
-        )
-    mode = data.get("mode")
-    if mode not in RETENTION_MODES:
-        raise _invalid(f"mode {mode!r} is not a retention mode; use one of {modes}.")
-    budget = data.get("maxStateBytes")
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < MIN_STATE_BYTES:
-        raise _invalid(f"maxStateBytes must be a whole number of bytes, at least {MIN_STATE_BYTES}; got {budget!r}.")
-    defaults = RetentionSettings()
-    high = data.get("highWatermark", defaults.high_watermark)
-    low = data.get("lowWatermark", defaults.low_watermark)
-    for name, value in (("highWatermark", high), ("lowWatermark", low)):
-        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-            raise _invalid(f"{name} must be a number between 0 and 1; got {value!r}.")
-    try:
-        validate_watermarks(float(low), float(high))
-    except ValueError as exc:
-        raise _invalid(str(exc)) from None
-    return RetentionSettings(mode=mode, max_state_bytes=budget, high_watermark=float(high), low_watermark=float(low))
-
-
-def _invalid(message: str) -> InvalidRequestError:
-    return InvalidRequestError(message, code="invalid_retention")
-
-
-def apply_retention_settings(state: dict[str, Any], settings: RetentionSettings, now_ms: int) -> dict[str, Any]:
+def apply_retention_settings(state: StoredState, settings: RetentionSettings, now_ms: int) -> StoredState:
     """A copy of `state` with new retention settings; they take effect on the next turn.
 
     A reported capacity error is dropped when the state now fits the new budget.
     """
     new = copy.copy(state)
-    new[RETENTION_KEY] = settings.model_dump(by_alias=True, mode="json")
-    new["updatedAt"] = now_ms
+    new[RETENTION_KEY] = settings.stored()
+    new[UPDATED_AT_KEY] = now_ms
     if CAPACITY_ERROR_KEY in new and state_bytes(new) <= settings.max_state_bytes:
         del new[CAPACITY_ERROR_KEY]
     return new
 
 
-def state_bytes(state: dict[str, Any]) -> int:
+def state_bytes(state: StoredState) -> int:
     """The size of the state as the entity stores it, in UTF-8 bytes."""
     return _utf8_len(encode_state(state))
 
@@ -179,43 +138,43 @@ def retention_of(state: Mapping[str, Any]) -> RetentionSettings:
     return RetentionSettings.model_validate(state.get(RETENTION_KEY) or {})
 
 
-def ensure_room_for_turn(state: dict[str, Any], incoming: dict[str, Any], stored_bytes: int | None = None) -> None:
-    """Refuse a `keep_all` turn before the model runs when the state would go over its budget.
+def make_room_for_turn(
+    state: StoredState, incoming: dict[str, Any], receipts: Receipts, stored_bytes: int | None = None
+) -> StoredState:
+    """The state a `keep_all` turn may run on: refused before the model runs when it would go over its budget.
 
-    `incoming` is the stored record of the turn's input message; `stored_bytes` the size of the state as stored,
-    when the caller already has it (it saves encoding the whole state again). The answer's size cannot be known
-    before the model runs, so a turn may still end over the budget; the next one is then refused.
+    Turn receipts are trimmed first (answer copies, then the oldest receipts), as under the other modes; only when
+    the conversation still does not fit is the turn refused. `incoming` is the stored record of the turn's input
+    message; `stored_bytes` the size of `state` as stored, when the caller already has it. The answer's size cannot
+    be known before the model runs, so a turn may still end over the budget; the next one is then refused.
 
     Raises:
-        StateCapacityExceededError: the mode is `keep_all` and the state with the input is over the budget.
+        StateCapacityExceededError: the mode is `keep_all` and the conversation with the input is over the budget.
     """
     settings = retention_of(state)
     if settings.mode != KEEP_ALL:
-        return
+        return state
     size = stored_bytes if stored_bytes is not None else state_bytes(state)
-    projected = size + _utf8_len(encode_state(incoming)) + 1
-    if projected <= settings.max_state_bytes:
-        return
-    conversation = state.get("conversationId", "?")
+    incoming_bytes = _utf8_len(encode_state(incoming)) + 1
+    if size + incoming_bytes <= settings.max_state_bytes:
+        return state
+    trimmed, _ = _trim_receipts(state, receipts, settings.max_state_bytes - incoming_bytes, size=size)
+    size = state_bytes(trimmed)
+    if size + incoming_bytes <= settings.max_state_bytes:
+        return trimmed
+    conversation = state.get(CONVERSATION_ID_KEY, "?")
     logger.warning(
-        "Refused a turn of conversation %s: %d bytes, %d with the message, budget %d (keep_all)",
+        "Refused a turn of conversation %s: %d bytes with the message, budget %d (keep_all)",
         conversation,
-        size,
-        projected,
+        size + incoming_bytes,
         settings.max_state_bytes,
     )
-    raise StateCapacityExceededError(
-        f"Conversation '{conversation}' stores {size} bytes and this message would take it to {projected} bytes, "
-        f"over its budget of {settings.max_state_bytes} bytes (maxStateBytes). Its retention mode 'keep_all' never "
-        "deletes, so the turn was refused before the model ran and the conversation was left unchanged. Switch "
-        "the conversation to retention mode 'auto' or 'follow_compaction' (oldest messages are deleted to make "
-        "room), raise maxStateBytes, or start a new conversation."
-    )
+    raise StateCapacityExceededError(conversation, size + incoming_bytes, settings.max_state_bytes, KEEP_ALL)
 
 
 def retain_after_turn(
-    state: dict[str, Any], turn: Mapping[str, Any], *, now_ms: int, text: str
-) -> tuple[dict[str, Any], str]:
+    state: StoredState, turn: Mapping[str, Any], *, now_ms: int, text: str, receipts: Receipts
+) -> tuple[StoredState, str]:
     """The state to commit after a turn, and its exact encoding.
 
     A completed turn is followed by the conversation's retention (`enforce_retention`); a turn refused for
@@ -223,47 +182,70 @@ def retain_after_turn(
     failed turn changes nothing here.
     """
     if turn["status"] == "completed":
-        outcome = enforce_retention(state, now_ms=now_ms, text=text)
+        outcome = enforce_retention(state, now_ms=now_ms, text=text, receipts=receipts)
         return outcome.state, outcome.text
     error = turn.get("error") or {}
-    if error.get("code") == StateCapacityExceededError.code and state.get(CAPACITY_ERROR_KEY) != error:
+    if error.get("code") == StateCapacityExceededError.codes[0] and state.get(CAPACITY_ERROR_KEY) != error:
         reported = {**state, CAPACITY_ERROR_KEY: dict(error)}
         return reported, encode_state(reported)
     return state, text
 
 
-def enforce_retention(state: dict[str, Any], *, now_ms: int, text: str | None = None) -> RetentionOutcome:
-    """Apply the conversation's retention mode after a successful turn.
+def enforce_retention(
+    state: StoredState, *, now_ms: int, receipts: Receipts, text: str | None = None
+) -> RetentionOutcome:
+    """Apply the conversation's retention after a successful turn.
 
     Args:
         state: The state about to be committed (with the turn's record); not modified.
         now_ms: The time recorded for evictions.
+        receipts: How turn receipts may be trimmed (the turn just run is kept whole).
         text: `encode_state(state)` when the caller has it already, to avoid encoding twice.
 
     Returns:
         The state to commit and its exact encoding. When even what may not be evicted is over the budget,
-        nothing is evicted and the state carries a `state_capacity_exceeded` error instead.
+        nothing more is evicted and the state carries a `state_capacity_exceeded` error instead.
     """
     settings = retention_of(state)
+    budget = settings.max_state_bytes
     text = encode_state(state) if text is None else text
     size = _utf8_len(text)
     new = state
     followed: list[str] = []
     evicted: list[str] = []
+    expired: list[str] = []
 
     if settings.mode == FOLLOW_COMPACTION:
         followed = _compacted_ids(state[MESSAGES_KEY]) if state.get(MESSAGES_KEY) else []
         if followed:
-            new = _without(state, set(followed), now_ms)
+            new, gone = _without(state, set(followed), receipts, now_ms)
+            expired += gone
+
+    share = math.floor(budget * RECEIPT_SHARE)
+    if _receipt_bytes(new) > share:
+        new, gone = _trim_receipts(new, receipts, share)
+        expired += gone
+    if new is not state:
+        text = encode_state(new)
+        size = _utf8_len(text)
+
+    high = math.floor(budget * settings.high_watermark)
+    protected = size
+    if settings.mode != KEEP_ALL and size >= high:
+        low = math.floor(budget * settings.low_watermark)
+        # Answer copies old receipts keep go before any conversation message does.
+        new, gone = _drop_answer_copies(new, receipts, size - low)
+        if gone:
+            expired += gone
             text = encode_state(new)
             size = _utf8_len(text)
+        if size > low:
+            new, text, size, evicted, gone, protected = _evict_under_pressure(
+                new, text, size, settings, receipts, now_ms
+            )
+            expired += gone
 
-    high = math.floor(settings.max_state_bytes * settings.high_watermark)
-    fixed_bytes = size
-    if settings.mode != KEEP_ALL and size >= high:
-        new, text, size, evicted, fixed_bytes = _evict_under_pressure(new, text, size, settings, now_ms)
-
-    error = _capacity_error(new, size, fixed_bytes, settings)
+    error = _capacity_error(new, size, protected, settings)
     if error != new.get(CAPACITY_ERROR_KEY):
         new = copy.copy(new)
         if error is None:
@@ -273,49 +255,109 @@ def enforce_retention(state: dict[str, Any], *, now_ms: int, text: str | None = 
         text = encode_state(new)
         size = _utf8_len(text)
 
-    if followed or evicted:
+    if followed or evicted or expired:
         logger.info(
-            "Retention (%s) deleted %d compacted and evicted %d messages of conversation %s; now %d bytes "
-            "(budget %d, watermarks %.2f/%.2f)",
+            "Retention (%s) deleted %d compacted and evicted %d messages and dropped %d turn answers of "
+            "conversation %s; now %d bytes (budget %d, watermarks %.2f/%.2f)",
             settings.mode,
             len(followed),
             len(evicted),
-            state.get("conversationId", "?"),
+            len(expired),
+            state.get(CONVERSATION_ID_KEY, "?"),
             size,
-            settings.max_state_bytes,
+            budget,
             settings.high_watermark,
             settings.low_watermark,
         )
     if error is not None and error != state.get(CAPACITY_ERROR_KEY):
-        logger.warning("Conversation %s: %s", state.get("conversationId", "?"), error["message"])
-    return RetentionOutcome(new, text, size, tuple(evicted), tuple(followed))
+        logger.warning("Conversation %s: %s", state.get(CONVERSATION_ID_KEY, "?"), error["message"])
+    return RetentionOutcome(new, text, size, tuple(evicted), tuple(followed), tuple(expired))
+
+
+def _receipt_bytes(state: StoredState) -> int:
+    """The stored bytes of the turn receipts: the records and the ids of expired turns."""
+    return _utf8_len(encode_state(state.get(TURNS_KEY, {}))) + _utf8_len(encode_state(state.get(EXPIRED_TURNS_KEY, [])))
+
+
+def _receipt_costs(state: StoredState) -> dict[str, int]:
+    """Each turn record's stored bytes (its id, record and separators), oldest first."""
+    return {
+        turn_id: _utf8_len(encode_state(turn_id)) + _utf8_len(encode_state(record)) + 2
+        for turn_id, record in state.get(TURNS_KEY, {}).items()
+    }
+
+
+def _trim_receipts(
+    state: StoredState, receipts: Receipts, limit: int, *, size: int | None = None
+) -> tuple[StoredState, list[str]]:
+    """Drop turn receipts until they (or, given the state's `size`, the whole state) fit `limit` bytes.
+
+    Answer copies go first, oldest first, then the oldest receipts; the protected turn is kept. Returns the new
+    state and the expired turn ids.
+    """
+    costs = _receipt_costs(state)
+    total = (size if size is not None else _receipt_bytes(state)) - limit
+    turns = state.get(TURNS_KEY, {})
+    order = [t for t in costs if holds_copies(turns[t])] + [t for t in costs if not holds_copies(turns[t])]
+    dropped: list[str] = []
+    for turn_id in order:
+        if total <= 0:
+            break
+        if turn_id == receipts.protected_turn:
+            continue
+        dropped.append(turn_id)
+        # An expired turn leaves its id behind (about its own length) in the list of expired turns.
+        total -= costs[turn_id] - _utf8_len(encode_state(turn_id)) - 1
+    return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
+
+
+def _drop_answer_copies(state: StoredState, receipts: Receipts, needed: int) -> tuple[StoredState, list[str]]:
+    """Expire the oldest receipts that keep their own answer copies until about `needed` bytes are freed."""
+    turns = state.get(TURNS_KEY, {})
+    costs = {turn_id: cost for turn_id, cost in _receipt_costs(state).items() if holds_copies(turns[turn_id])}
+    dropped: list[str] = []
+    for turn_id, cost in costs.items():
+        if needed <= 0:
+            break
+        if turn_id != receipts.protected_turn:
+            dropped.append(turn_id)
+            needed -= cost
+    return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
 
 
 def _evict_under_pressure(
-    state: dict[str, Any], text: str, size: int, settings: RetentionSettings, now_ms: int
-) -> tuple[dict[str, Any], str, int, list[str], int]:
+    state: StoredState, text: str, size: int, settings: RetentionSettings, receipts: Receipts, now_ms: int
+) -> tuple[StoredState, str, int, list[str], list[str], int]:
     """Evict the oldest evictable groups until the state is down to the low watermark.
 
     Aims at the budget itself when what may not be evicted is already over the low watermark, and evicts
-    nothing when it is over the budget. Returns the new state, its encoding and size, the evicted ids and the
-    bytes that may not be evicted.
+    nothing when it is over the budget. A receipt naming an evicted message expires with it. Returns the new
+    state, its encoding and size, the evicted message ids, the expired turn ids and the bytes that may not be
+    evicted.
     """
     records: list[dict[str, Any]] = state.get(MESSAGES_KEY) or []
     groups = _evictable_groups(records)
     encoded = {index: encode_state(records[index]) for group in groups for index in group}
-    # Each record and its comma; a message a turn record names as its answer moves there, freeing about its id.
-    named = named_messages(state.get(TURNS_KEY) or {})
+    turns = state.get(TURNS_KEY) or {}
+    named = named_messages(turns)
+    receipt_cost = _receipt_costs(state)
+    naming: dict[str, int] = {}
+    for turn_id, record in turns.items():
+        for message in record.get("messages", ()):
+            if isinstance(message, str):
+                naming[message] = naming.get(message, 0) + receipt_cost[turn_id]
+    # Each record and its comma, plus the receipt that names it (it expires with its answer).
     cost = {
-        index: (len(encode_state(records[index]["id"])) if records[index]["id"] in named else _utf8_len(part)) + 1
+        index: _utf8_len(part) + 1 + (naming.get(records[index]["id"], 0) if records[index]["id"] in named else 0)
         for index, part in encoded.items()
     }
-    fixed_bytes = size - sum(cost.values())
+    protected = size - sum(cost.values())
     low = math.floor(settings.max_state_bytes * settings.low_watermark)
-    target = low if fixed_bytes <= low else settings.max_state_bytes
-    if fixed_bytes > target or not groups:
-        return state, text, size, [], fixed_bytes
+    target = low if protected <= low else settings.max_state_bytes
+    if protected > target or not groups:
+        return state, text, size, [], [], protected
 
-    budget = TokenBudget.calibrated(target - fixed_bytes, list(encoded.values()))
+    budget = TokenBudget.calibrated(target - protected, list(encoded.values()))
     kept_tokens = budget.tokens_for(sum(cost.values()))
     count = 0
     while count < len(groups) and kept_tokens > budget.tokens:
@@ -324,7 +366,7 @@ def _evict_under_pressure(
     logger.info(
         "Conversation %s is at %d of %d bytes: keeping ~%.0f tokens of evictable messages (%.2f bytes a token), "
         "evicting the %d oldest of %d evictable groups",
-        state.get("conversationId", "?"),
+        state.get(CONVERSATION_ID_KEY, "?"),
         size,
         settings.max_state_bytes,
         budget.tokens,
@@ -335,11 +377,11 @@ def _evict_under_pressure(
     while True:
         # The plan was made before the truncation record grew by its new numbers: the exact bytes decide.
         evicted = [records[index]["id"] for group in groups[:count] for index in group]
-        new = _without(state, set(evicted), now_ms) if evicted else state
+        new, expired = _without(state, set(evicted), receipts, now_ms) if evicted else (state, [])
         text = encode_state(new) if evicted else text
         size = _utf8_len(text)
         if size <= target or count == len(groups):
-            return new, text, size, evicted, fixed_bytes
+            return new, text, size, evicted, expired, protected
         count += 1
 
 
@@ -387,28 +429,40 @@ def _compacted_ids(records: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _without(state: dict[str, Any], ids: set[str], now_ms: int) -> dict[str, Any]:
-    """A copy of `state` without the messages `ids`, the deletion added to its truncation record.
+def _without(state: StoredState, ids: set[str], receipts: Receipts, now_ms: int) -> tuple[StoredState, list[str]]:
+    """A copy of `state` without the messages `ids`, counted in its truncation record; receipts naming a deleted
+    message expire with it.
 
-    Turn records naming a deleted message keep a copy of it: a caller may not have read the answer yet (failure 8).
+    Returns the new state and the expired turn ids.
     """
-    new = copy.copy(state)
     kept = [record for record in state[MESSAGES_KEY] if record["id"] not in ids]
-    removed = len(state[MESSAGES_KEY]) - len(kept)
-    new[MESSAGES_KEY] = kept
-    if TURNS_KEY in state:
-        new[TURNS_KEY] = keep_delivered_answers(state[TURNS_KEY], state[MESSAGES_KEY], kept)
     truncation = dict(state.get(TRUNCATION_KEY) or {})
-    truncation[EVICTED_MESSAGES_KEY] = truncation.get(EVICTED_MESSAGES_KEY, 0) + removed
+    truncation[EVICTED_MESSAGES_KEY] = truncation.get(EVICTED_MESSAGES_KEY, 0) + len(state[MESSAGES_KEY]) - len(kept)
     if truncation.get(FIRST_EVICTED_AT_KEY) is None:
         truncation[FIRST_EVICTED_AT_KEY] = now_ms
     truncation[LAST_EVICTED_AT_KEY] = now_ms
-    new[TRUNCATION_KEY] = truncation
-    return new
+    new = {**state, MESSAGES_KEY: kept, TRUNCATION_KEY: truncation}
+    expired = [
+        turn_id
+        for turn_id, record in state.get(TURNS_KEY, {}).items()
+        if any(isinstance(message, str) and message in ids for message in record.get("messages", ()))
+    ]
+    return _expired(new, expired, receipts), expired
+
+
+def _expired(state: StoredState, turn_ids: Sequence[str], receipts: Receipts) -> StoredState:
+    """`state` (a copy the caller owns) with these turns' receipts dropped and counted as expired answers."""
+    if not turn_ids:
+        return state
+    expire_turns(state, turn_ids, max_records=receipts.max_records)
+    truncation = dict(state.get(TRUNCATION_KEY) or {})
+    truncation[EXPIRED_ANSWERS_KEY] = truncation.get(EXPIRED_ANSWERS_KEY, 0) + len(turn_ids)
+    state[TRUNCATION_KEY] = truncation
+    return state
 
 
 def _capacity_error(
-    state: dict[str, Any], size: int, fixed_bytes: int, settings: RetentionSettings
+    state: StoredState, size: int, protected: int, settings: RetentionSettings
 ) -> dict[str, str] | None:
     """The `state_capacity_exceeded` error a conversation reports after a completed turn, or None.
 
@@ -418,13 +472,9 @@ def _capacity_error(
     budget = settings.max_state_bytes
     if size <= budget or settings.mode == KEEP_ALL:
         return None
-    message = (
-        f"Conversation '{state.get('conversationId', '?')}' stores {size} bytes, over its budget of {budget} bytes, "
-        f"and {min(fixed_bytes, size)} bytes of it may not be evicted (system messages, the newest exchange, the "
-        "turn results kept for callers and the session). Nothing was deleted; the answer was delivered. "
-        "Raise maxStateBytes or start a new conversation."
-    )
-    return StateCapacityExceededError(message).to_record()
+    conversation = state.get(CONVERSATION_ID_KEY, "?")
+    error = StateCapacityExceededError(conversation, size, budget, settings.mode, protected=min(protected, size))
+    return error.to_record()
 
 
 def _utf8_len(text: str) -> int:

@@ -1,28 +1,78 @@
-"""The versioned conversation state an entity stores, and the refusal of state this code cannot read.
+"""The versioned conversation state an entity stores, its keys, and the refusal of state this code cannot read.
 
-The pydantic models here are the schema (checked in as `tests/data/conversation_state.schema.json`);
-the entity works on plain JSON-shaped dicts decoded once per operation, validated against these models.
+The pydantic models here are the schema (checked in as `tests/data/conversation_state.schema.json`); the entity
+works on plain JSON-shaped dicts (typed by the `TypedDict`s below) decoded once per operation and validated
+against the models. Every persisted key is a constant here; no other module spells one.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .._errors import StateCorruptError, StateVersionError
-from .history import ASSISTANT_ROLE, author_field
+from .._records import ASSISTANT_ROLE, author_field
+from .._retention_settings import RetentionSettings
 
-# Version 1: flat message list with ids and compaction annotations, the serialized session,
-# retention settings and truncation record, and turn records keyed by turn id.
+# Version 1: flat message list with ids and compaction annotations, the serialized session, retention settings
+# and truncation record, and turn records keyed by turn id.
 # Version 2: the agent's own name is implied on its assistant messages, and a turn record names the transcript
-# messages holding its answer instead of copying them. Version 1 state is upgraded on read.
-SCHEMA_VERSION = 2
-SCHEMA_VERSION_KEY = "schemaVersion"
+# messages holding its answer instead of copying them.
+# Version 3: a deleted conversation leaves a tombstone (`deleted`) so its turns answer definitively; applied
+# retention and delete requests are acknowledged by id (`appliedChanges`); retries of an Idempotency-Key no longer
+# write alias records (upgraded: their ids count as expired). Versions 1 and 2 are upgraded on read.
+SCHEMA_VERSION = 3
 
-RetentionModeName = Literal["keep_all", "auto", "follow_compaction"]
+SCHEMA_VERSION_KEY = "schemaVersion"
+AGENT_KEY = "agent"
+CONVERSATION_ID_KEY = "conversationId"
+CREATED_AT_KEY = "createdAt"
+UPDATED_AT_KEY = "updatedAt"
+TURN_COUNT_KEY = "turnCount"
+MESSAGES_KEY = "messages"
+SESSION_KEY = "session"
+PENDING_APPROVALS_KEY = "pendingApprovals"
+RETENTION_KEY = "retention"
+TRUNCATION_KEY = "truncation"
+TURNS_KEY = "turns"
+EXPIRED_TURNS_KEY = "expiredTurns"
+CAPACITY_ERROR_KEY = "capacityError"
+DELETED_KEY = "deleted"
+APPLIED_CHANGES_KEY = "appliedChanges"
+# How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
+MAX_APPLIED_CHANGES = 16
+
+
+class MessageRecord(TypedDict):
+    """One stored message (see `StoredMessage`)."""
+
+    id: str
+    role: str
+    text: NotRequired[str]
+    contents: NotRequired[list[dict[str, Any]]]
+    props: NotRequired[dict[str, Any]]
+    author: NotRequired[str | None]
+    at: int
+
+
+class TurnRecordDict(TypedDict):
+    """One turn's delivery receipt (see `TurnRecord`)."""
+
+    status: Literal["completed", "failed"]
+    at: int
+    messages: NotRequired[list[str | MessageRecord]]
+    usage: NotRequired[dict[str, Any]]
+    approvalRequests: NotRequired[list[dict[str, Any]]]
+    error: NotRequired[dict[str, str]]
+    idempotencyKey: NotRequired[str]
+    requestHash: NotRequired[str]
+
+
+StoredState = dict[str, Any]
+"""A decoded `ConversationState` as the entity works on it: keys are the constants above."""
 
 
 class _StateModel(BaseModel):
@@ -71,18 +121,17 @@ class PendingApproval(ApprovalRequest):
 
 
 class TurnRecord(_StateModel):
-    """The delivery record of one turn: what its caller reads, independent of the transcript."""
+    """The delivery receipt of one turn: what its caller reads, independent of the transcript."""
 
     status: Literal["completed", "failed"]
     idempotency_key: str | None = None
     request_hash: str | None = None
-    alias_of: str | None = Field(default=None, description="A retry answered by this earlier turn.")
-    text: str | None = None
     messages: list[str | StoredMessage] = Field(
         default_factory=list,
         description=(
             "The answer. A string is the id of a transcript message that holds it exactly as delivered; it is "
-            "copied here before the transcript changes or deletes that message."
+            "copied here before the transcript changes that message, or the receipt expires when retention "
+            "deletes it."
         ),
     )
     usage: dict[str, Any] | None = None
@@ -91,27 +140,27 @@ class TurnRecord(_StateModel):
     at: int
 
 
-class RetentionSettings(_StateModel):
-    """How much this conversation may store and what may be deleted to stay under it."""
-
-    mode: RetentionModeName = "auto"
-    max_state_bytes: int = Field(default=1024 * 1024, gt=0)
-    high_watermark: float = Field(default=0.85, gt=0, le=1)
-    low_watermark: float = Field(default=0.70, gt=0, lt=1)
-
-
 class TruncationRecord(_StateModel):
     """What retention has deleted from this conversation so far."""
 
     evicted_messages: int = 0
     first_evicted_at: int | None = None
     last_evicted_at: int | None = None
+    expired_answers: int = Field(default=0, description="Turn answers dropped to keep the state within its budget.")
+
+
+class DeletedRecord(_StateModel):
+    """The tombstone a deleted conversation leaves, so reads of its turns answer definitively."""
+
+    at: int
+    existed: bool = Field(description="Whether there was a conversation to delete.")
+    turns: list[str] = Field(default_factory=list, description="Ids of the turns the deletion removed.")
 
 
 class ConversationState(_StateModel):
     """Everything one conversation entity stores."""
 
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: Literal[3] = SCHEMA_VERSION
     agent: str
     conversation_id: str
     created_at: int
@@ -126,75 +175,74 @@ class ConversationState(_StateModel):
     truncation: TruncationRecord = Field(default_factory=TruncationRecord)
     turns: dict[str, TurnRecord] = Field(default_factory=dict)
     expired_turns: list[str] = Field(
-        default_factory=list, description="Ids of the most recent turns whose records were dropped (answer 410)."
+        default_factory=list, description="Ids of the most recent turns whose receipts were dropped (answer 410)."
     )
     capacity_error: ErrorRecord | None = None
+    deleted: DeletedRecord | None = Field(default=None, description="Present when the conversation was deleted.")
+    applied_changes: list[str] = Field(
+        default_factory=list, description="Ids of the latest retention and delete requests applied, oldest first."
+    )
 
 
-def decode_state(raw: str | dict[str, Any]) -> dict[str, Any]:
+def decode_state(raw: str | dict[str, Any]) -> StoredState:
     """Decode and validate stored state; refuse anything this code cannot read.
 
     Raises:
         StateCorruptError: the state is not valid JSON or does not match the schema.
-        StateVersionError: the state has a schema version this code cannot read (version 1 is upgraded).
+        StateVersionError: the state has a schema version this code cannot read (versions 1 and 2 are upgraded).
     """
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError as exc:
-        raise StateCorruptError(
-            f"The stored conversation is not valid JSON ({exc}). It was left unchanged; restore it from a backup "
-            "or delete the conversation to start over."
-        ) from None
+        raise StateCorruptError(f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise StateCorruptError("The stored conversation is not a JSON object. It was left unchanged.")
+        raise StateCorruptError("is not a JSON object")
     version = data.get(SCHEMA_VERSION_KEY)
-    if version == 1 and type(version) is int:
-        data = _upgraded_from_v1(data)
+    if type(version) is int and version in _UPGRADES:
+        data = _UPGRADES[version](data)
     elif version != SCHEMA_VERSION or type(version) is not int:
         raise StateVersionError(version, SCHEMA_VERSION)
     try:
-        if _plainly_valid_messages(data.get("messages")):
+        if _plainly_valid_messages(data.get(MESSAGES_KEY)):
             # The transcript is most of the state and already has exactly the schema's types: validate the rest.
-            ConversationState.model_validate({**data, "messages": []})
+            ConversationState.model_validate({**data, MESSAGES_KEY: []})
         else:
             ConversationState.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise StateCorruptError(
-            f"The stored conversation does not match schema version {SCHEMA_VERSION} at '{where}': {first['msg']}. "
-            "It was left unchanged."
+            f"does not match schema version {SCHEMA_VERSION} at '{where}': {first['msg']}"
         ) from None
     _check_named_answers(data)
     return data
 
 
-def _check_named_answers(data: dict[str, Any]) -> None:
+def _check_named_answers(data: StoredState) -> None:
     """Refuse turn records that name messages the transcript does not hold."""
     named = {
         (turn_id, message)
-        for turn_id, turn in data.get("turns", {}).items()
+        for turn_id, turn in data.get(TURNS_KEY, {}).items()
         for message in turn.get("messages", ())
         if isinstance(message, str)
     }
     if not named:
         return
-    held = {record["id"] for record in data.get("messages", ())}
+    held = {record["id"] for record in data.get(MESSAGES_KEY, ())}
     for turn_id, message in sorted(named):
         if message not in held:
             raise StateCorruptError(
-                f"The stored conversation does not match schema version {SCHEMA_VERSION} at "
-                f"'turns.{turn_id}.messages': it names message {message!r}, which the transcript does not hold. "
-                "It was left unchanged."
+                f"does not match schema version {SCHEMA_VERSION} at '{TURNS_KEY}.{turn_id}.messages': it names "
+                f"message {message!r}, which the transcript does not hold"
             )
 
 
 def _upgraded_from_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 state in version 2's form: every author was explicit, and turn records copied their answers.
+    """Version 1 state in version 3's form: every author was explicit, and turn records copied their answers.
 
     Anything malformed is left as it is, for validation to name.
     """
-    agent = data.get("agent")
+    agent = data.get(AGENT_KEY)
 
     def upgraded(record: Any) -> Any:
         if not isinstance(record, dict) or record.get("role") != ASSISTANT_ROLE:
@@ -202,18 +250,34 @@ def _upgraded_from_v1(data: dict[str, Any]) -> dict[str, Any]:
         kept = {key: value for key, value in record.items() if key != "author"}
         return {**kept, **author_field(ASSISTANT_ROLE, record.get("author"), agent)}
 
+    def upgraded_turn(turn: Any) -> Any:
+        if not isinstance(turn, dict) or not isinstance(turn.get("messages"), list):
+            return turn
+        # Some version 1 records also kept the answer's text, which is derived from its messages.
+        kept = {key: value for key, value in turn.items() if key != "text"}
+        return {**kept, "messages": [upgraded(message) for message in turn["messages"]]}
+
+    new = {**data, SCHEMA_VERSION_KEY: 2}
+    if isinstance(data.get(MESSAGES_KEY), list):
+        new[MESSAGES_KEY] = [upgraded(record) for record in data[MESSAGES_KEY]]
+    if isinstance(data.get(TURNS_KEY), dict):
+        new[TURNS_KEY] = {turn_id: upgraded_turn(turn) for turn_id, turn in data[TURNS_KEY].items()}
+    return _upgraded_from_v2(new)
+
+
+def _upgraded_from_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 state in version 3's form: alias records (retries) are gone; their ids count as expired."""
     new = {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
-    if isinstance(data.get("messages"), list):
-        new["messages"] = [upgraded(record) for record in data["messages"]]
-    if isinstance(data.get("turns"), dict):
-        new["turns"] = {
-            turn_id: {**turn, "messages": [upgraded(m) for m in turn["messages"]]}
-            if isinstance(turn, dict) and isinstance(turn.get("messages"), list)
-            else turn
-            for turn_id, turn in data["turns"].items()
-        }
+    turns = data.get(TURNS_KEY)
+    if isinstance(turns, dict):
+        aliases = [turn_id for turn_id, turn in turns.items() if isinstance(turn, dict) and "aliasOf" in turn]
+        if aliases:
+            new[TURNS_KEY] = {turn_id: turn for turn_id, turn in turns.items() if turn_id not in aliases}
+            new[EXPIRED_TURNS_KEY] = [*data.get(EXPIRED_TURNS_KEY, []), *aliases]
     return new
 
+
+_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2}
 
 # Each stored message field and the one type it has when written by this code (None allowed where not required).
 _MESSAGE_TYPES: dict[str, type] = {
@@ -254,7 +318,7 @@ def _plainly_valid_messages(messages: object) -> bool:
     return True
 
 
-def new_state(agent: str, conversation_id: str, retention: RetentionSettings, now_ms: int) -> dict[str, Any]:
+def new_state(agent: str, conversation_id: str, retention: RetentionSettings, now_ms: int) -> StoredState:
     """A conversation that has run no turn yet, as the JSON-shaped dict the entity stores."""
     return ConversationState(
         agent=agent,
@@ -265,7 +329,18 @@ def new_state(agent: str, conversation_id: str, retention: RetentionSettings, no
     ).model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def encode_state(state: dict[str, Any]) -> str:
+def is_deleted(state: StoredState) -> bool:
+    """Whether the state is the tombstone of a deleted conversation."""
+    return DELETED_KEY in state
+
+
+def with_applied_change(state: StoredState, change_id: str) -> StoredState:
+    """A copy of `state` acknowledging the retention or delete request `change_id` (the newest few are kept)."""
+    applied = [*state.get(APPLIED_CHANGES_KEY, []), change_id][-MAX_APPLIED_CHANGES:]
+    return {**state, APPLIED_CHANGES_KEY: applied}
+
+
+def encode_state(state: StoredState) -> str:
     """The exact string the entity stores (and the bytes retention measures)."""
     return json.dumps(state, separators=(",", ":"), ensure_ascii=False)
 

@@ -29,9 +29,8 @@ from typing import Any
 
 from agent_framework import Content, Message
 
-from .history import MESSAGES_KEY, record_author, record_to_message
-from .state import decode_state
-from .turn_records import TURNS_KEY
+from .._records import record_author, record_to_message
+from .state import MESSAGES_KEY, TURNS_KEY, decode_state
 
 DEFAULT_MAX_CONVERSATIONS = 64
 DEFAULT_MAX_CHARS = 64 * 1024 * 1024
@@ -309,11 +308,6 @@ class ConversationCache:
                     if id(record) in entry.turn_fragments
                 }
         self._store(scope, key, entry)
-
-    def forget(self, scope: str, key: str) -> None:
-        """Drop what is cached for one conversation."""
-        with self._lock:
-            self._drop((scope, key))
 
     def clear(self) -> None:
         """Drop everything, as a fresh process would start."""

@@ -1,8 +1,9 @@
-"""Turn records: what a turn's caller reads back, idempotent and bounded.
+"""Turn records: the delivery receipts a turn's caller reads back, idempotent and bounded.
 
 A record names the transcript messages that hold its answer exactly as delivered, so an answer is stored once.
-Before the transcript changes or deletes such a message (compaction, retention), the delivered copy moves into
-the record: what a poller receives never changes (failures 5 and 8). Knows nothing about HTTP.
+Before compaction changes such a message, the delivered copy moves into the record: what a poller receives never
+changes (architecture.md, failures 5 and 8). Records are bounded by count, age and a share of the conversation's
+byte budget (`_conversation/retention.py`); a dropped record's turn answers 410. Knows nothing about HTTP.
 """
 
 from __future__ import annotations
@@ -11,25 +12,36 @@ import hashlib
 import json
 import operator
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent_framework import AgentResponse
 
+from .._records import message_text, message_to_record
 from .approvals import pending_from_response, public_view
-from .history import MESSAGES_KEY, message_to_record
+from .state import EXPIRED_TURNS_KEY, MESSAGES_KEY, TURNS_KEY, StoredState
 
-TURNS_KEY = "turns"
-EXPIRED_TURNS_KEY = "expiredTurns"
 DEFAULT_MAX_TURN_RECORDS = 100
 DEFAULT_TURN_RECORD_TTL_SECONDS = 24 * 60 * 60
 # A turn id starts with its issue time in milliseconds as 11 hex digits, so ids sort by issue time.
 TURN_TIME_DIGITS = 11
+# A turn requested with an Idempotency-Key ends with this marker and a digest of the key instead of random
+# characters: every retry of the key names the same turn, and no retry needs a record of its own.
+KEYED_MARKER = "k"
+KEY_DIGEST_DIGITS = 16
 
 
-def new_turn_id(now_ms: int) -> str:
-    """A short turn id that sorts by issue time: 11 hex digits of milliseconds, then 8 random characters."""
-    return f"{now_ms:0{TURN_TIME_DIGITS}x}{secrets.token_hex(4)}"
+def new_turn_id(now_ms: int, idempotency_key: str | None = None) -> str:
+    """A short turn id that sorts by issue time: 11 hex digits of milliseconds, then 8 random hex digits, or for a
+    keyed request `k` and a digest of the key."""
+    if idempotency_key is None:
+        return f"{now_ms:0{TURN_TIME_DIGITS}x}{secrets.token_hex(4)}"
+    return f"{now_ms:0{TURN_TIME_DIGITS}x}{KEYED_MARKER}{key_digest(idempotency_key)}"
+
+
+def key_digest(idempotency_key: str) -> str:
+    """The digest of an Idempotency-Key that keyed turn ids end with."""
+    return hashlib.sha256(idempotency_key.encode("utf-8")).hexdigest()[:KEY_DIGEST_DIGITS]
 
 
 def issued_at(turn_id: str) -> int | None:
@@ -70,6 +82,11 @@ def completed_record(
     return record
 
 
+def failed_record(error: dict[str, str], now_ms: int) -> dict[str, Any]:
+    """The delivery record of a failed turn: a stable code and a message, never a raw exception string."""
+    return {"status": "failed", "error": error, "at": now_ms}
+
+
 def _stored_by_id(transcript: Sequence[dict[str, Any]], ids: set[str]) -> dict[str, dict[str, Any]]:
     """The transcript's records with these ids, searched from the end, where a turn's answer is."""
     found: dict[str, dict[str, Any]] = {}
@@ -91,7 +108,7 @@ def _same_but_time(delivered: dict[str, Any], stored: dict[str, Any] | None) -> 
     return all(key == "at" or stored.get(key, _ABSENT) == value for key, value in delivered.items())
 
 
-def answer_messages(state: dict[str, Any], record: dict[str, Any]) -> list[dict[str, Any]]:
+def answer_messages(state: StoredState, record: dict[str, Any]) -> list[dict[str, Any]]:
     """A completed turn's answer as stored messages, the ones it names looked up in the transcript.
 
     `decode_state` has checked that the transcript holds every message a record names.
@@ -104,6 +121,11 @@ def answer_messages(state: dict[str, Any], record: dict[str, Any]) -> list[dict[
     return [stored[message] if isinstance(message, str) else message for message in messages]
 
 
+def turn_text(messages: Iterable[dict[str, Any]]) -> str:
+    """A completed turn's answer text, joined from its messages exactly as core's `AgentResponse.text` joins them."""
+    return "".join(message_text(message) for message in messages)
+
+
 def named_messages(turns: dict[str, Any]) -> set[str]:
     """Ids of the transcript messages turn records name as their answers."""
     return {message for record in turns.values() for message in record.get("messages", ()) if isinstance(message, str)}
@@ -114,9 +136,9 @@ def keep_delivered_answers(
 ) -> dict[str, Any]:
     """The turn records to keep with transcript `after`, given the transcript `before` they were written against.
 
-    A record naming a message that `after` no longer holds as the very same record (changed by compaction or a
-    provider, or deleted by retention) gets the delivered copy from `before`. Returns `turns` itself when no
-    record needs one; never changes its argument in place.
+    A record naming a message that `after` holds changed (compaction annotated it, a provider rewrote it) gets
+    the delivered copy from `before`; a record naming a message `after` no longer holds gets it too. Returns
+    `turns` itself when no record needs one; never changes its argument in place.
     """
     if len(after) >= len(before) and all(map(operator.is_, before, after)):
         return turns  # the transcript only grew: every named message is still the record delivered
@@ -137,35 +159,48 @@ def keep_delivered_answers(
     return kept
 
 
-def failed_record(error: dict[str, str], now_ms: int) -> dict[str, Any]:
-    """The delivery record of a failed turn: a stable code and a message, never a raw exception string."""
-    return {"status": "failed", "error": error, "at": now_ms}
+def holds_copies(record: dict[str, Any]) -> bool:
+    """Whether a record keeps its own copy of (part of) its answer rather than naming transcript messages."""
+    return any(not isinstance(message, str) for message in record.get("messages", ()))
 
 
-def find_keyed_turn(state: dict[str, Any], idempotency_key: str) -> tuple[str, dict[str, Any]] | None:
-    """The original turn recorded under an Idempotency-Key, if its record is still kept."""
+def find_keyed_turn(state: StoredState, idempotency_key: str) -> tuple[str, dict[str, Any]] | None:
+    """The turn recorded under an Idempotency-Key, if its record is still kept."""
     for turn_id, record in state.get(TURNS_KEY, {}).items():
-        if record.get("idempotencyKey") == idempotency_key and "aliasOf" not in record:
+        if record.get("idempotencyKey") == idempotency_key:
             return turn_id, record
     return None
 
 
-def resolve_alias(state: dict[str, Any], turn_id: str) -> tuple[str, dict[str, Any] | None]:
-    """Follow a retried turn to the original it repeats; returns the turn id to report and its record."""
-    record = state.get(TURNS_KEY, {}).get(turn_id)
-    if record is not None and "aliasOf" in record:
-        original = record["aliasOf"]
-        return original, state[TURNS_KEY].get(original)
-    return turn_id, record
+def find_turn(state: StoredState, turn_id: str) -> tuple[str, dict[str, Any] | None]:
+    """A turn's record, and the id to report: a keyed turn id finds the turn that ran for its key.
+
+    Every retry of an Idempotency-Key names its own turn id with the key's digest; the one that ran is recorded.
+    """
+    turns: dict[str, Any] = state.get(TURNS_KEY, {})
+    record = turns.get(turn_id)
+    if record is not None or KEYED_MARKER not in turn_id[TURN_TIME_DIGITS : TURN_TIME_DIGITS + 1]:
+        return turn_id, record
+    digest = turn_id[TURN_TIME_DIGITS + 1 :]
+    for known, candidate in turns.items():
+        key = candidate.get("idempotencyKey")
+        if key is not None and known.endswith(digest) and key_digest(key) == digest:
+            return known, candidate
+    return turn_id, None
 
 
-def alias_record(original_turn_id: str, now_ms: int) -> dict[str, Any]:
-    """The record of a retry that was answered by an earlier turn with the same key and request."""
-    return {"status": "completed", "aliasOf": original_turn_id, "at": now_ms}
+def is_expired(state: StoredState, turn_id: str) -> bool:
+    """Whether the turn ran but its record is no longer kept (it answers 410)."""
+    if turn_id in state.get(EXPIRED_TURNS_KEY, ()):
+        return True
+    if KEYED_MARKER in turn_id[TURN_TIME_DIGITS : TURN_TIME_DIGITS + 1]:
+        digest = turn_id[TURN_TIME_DIGITS + 1 :]
+        return any(known.endswith(KEYED_MARKER + digest) for known in state.get(EXPIRED_TURNS_KEY, ()))
+    return False
 
 
 def record_turn(
-    state: dict[str, Any], turn_id: str, record: dict[str, Any], *, max_records: int, ttl_seconds: float, now_ms: int
+    state: StoredState, turn_id: str, record: dict[str, Any], *, max_records: int, ttl_seconds: float, now_ms: int
 ) -> None:
     """Store a turn's record, then drop records beyond `max_records` or older than `ttl_seconds`.
 
@@ -175,11 +210,19 @@ def record_turn(
     turns: dict[str, Any] = dict(state.get(TURNS_KEY, {}))
     turns[turn_id] = record
     oldest_kept_ms = now_ms - ttl_seconds * 1000
-    expired: list[str] = list(state.get(EXPIRED_TURNS_KEY, []))
-    for known in list(turns):
-        if len(turns) > max_records or turns[known]["at"] < oldest_kept_ms:
-            del turns[known]
-            expired.append(known)
+    dropped = [
+        known
+        for position, known in enumerate(turns)
+        if len(turns) - position > max_records or turns[known]["at"] < oldest_kept_ms
+    ]
     state[TURNS_KEY] = turns
-    if expired:
-        state[EXPIRED_TURNS_KEY] = expired[-max_records:]
+    expire_turns(state, dropped, max_records=max_records)
+
+
+def expire_turns(state: StoredState, turn_ids: Sequence[str], *, max_records: int) -> None:
+    """Drop these turns' records in place; their ids join the bounded list of expired turns (they answer 410)."""
+    if not turn_ids:
+        return
+    gone = set(turn_ids)
+    state[TURNS_KEY] = {known: record for known, record in state.get(TURNS_KEY, {}).items() if known not in gone}
+    state[EXPIRED_TURNS_KEY] = [*state.get(EXPIRED_TURNS_KEY, []), *turn_ids][-max_records:]

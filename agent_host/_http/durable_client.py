@@ -1,7 +1,8 @@
-"""The durable client calls the HTTP side makes: signal a conversation, read its state, wait for a turn.
+"""The durable client calls the HTTP side makes: signal a conversation, read its state, wait for an outcome.
 
 `read_entity_state` returns the whole state, so every poll costs a read of the full conversation: poll with a
-short interval that grows, never a fixed second.
+short interval that grows, never a fixed second. A host or store that cannot answer is `storage_unavailable`
+(503), never a corrupt conversation (architecture.md, failure 16).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import aiohttp
 import azure.durable_functions as df
 
-from .._conversation.state import decode_state
-from .._errors import StateCorruptError
+from .._conversation.state import APPLIED_CHANGES_KEY, DELETED_KEY, StoredState, decode_state
+from .._conversation.turn_records import find_turn, is_expired
+from .._errors import StateCorruptError, StateVersionError, StorageUnavailableError
 
 FIRST_POLL_SECONDS = 0.005
 POLL_GROWTH = 1.5
@@ -34,58 +37,70 @@ class ConversationClient:
         return df.EntityId(self._entity_name, conversation_id)
 
     async def signal(self, conversation_id: str, operation: str, payload: dict[str, Any]) -> None:
-        """Queue an operation on the conversation's entity (the host delivers it at least once)."""
-        await self._client.signal_entity(self._entity(conversation_id), operation, payload)
+        """Queue an operation on the conversation's entity (the host delivers it at least once).
 
-    async def read(self, conversation_id: str) -> dict[str, Any] | None:
-        """The conversation's validated state, or None when the entity does not exist.
+        Raises:
+            StorageUnavailableError: the host did not accept the signal.
+        """
+        try:
+            await self._client.signal_entity(self._entity(conversation_id), operation, payload)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
+        except Exception as exc:  # the SDK raises a bare Exception naming an unexpected status
+            raise StorageUnavailableError(f"the durable host refused the signal: {exc}") from None
+
+    async def read(self, conversation_id: str) -> StoredState | None:
+        """The conversation's validated state (a deleted one's tombstone included), or None when it never existed.
 
         Raises:
             StateCorruptError, StateVersionError: the stored state cannot be read; it is left untouched.
+            StorageUnavailableError: the host or its store could not answer.
         """
         try:
             response = await self._client.read_entity_state(self._entity(conversation_id))
-        except ValueError as exc:
-            raise StateCorruptError(
-                f"The stored conversation is not valid JSON ({exc}). It was left unchanged."
-            ) from None
+        except ValueError as exc:  # the host answered, with a body that is not JSON: the stored state
+            raise StateCorruptError(f"is not valid JSON ({exc})") from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
+        except Exception as exc:  # the SDK raises a bare Exception naming an unexpected status
+            raise StorageUnavailableError(f"the durable host could not read the conversation: {exc}") from None
         if not response.entity_exists:
             return None
         return decode_state(response.entity_state)
 
-    async def exists(self, conversation_id: str) -> bool:
-        """Whether the conversation's entity exists, whether or not its state can be read."""
+    async def read_for_delete(self, conversation_id: str) -> StoredState | None:
+        """The state as `read` gives it, or for state that cannot be read, a stand-in that exists.
+
+        Deleting is the way out of a conversation whose stored state cannot be read, so only existence counts.
+        """
         try:
-            response = await self._client.read_entity_state(self._entity(conversation_id))
-        except ValueError:  # the stored state is not JSON, but it is there
-            return True
-        return bool(response.entity_exists)
+            return await self.read(conversation_id)
+        except (StateCorruptError, StateVersionError):
+            return {}
 
-    async def wait_for_turn(self, conversation_id: str, turn_id: str, timeout: float) -> dict[str, Any] | None:
-        """Poll until the turn has a record or `timeout` passes; returns the state holding the record, or None."""
+    async def wait_for_turn(self, conversation_id: str, turn_id: str, timeout: float) -> StoredState | None:
+        """Poll until the turn is settled (recorded, expired, or deleted with its conversation) or `timeout` passes.
 
-        async def recorded() -> dict[str, Any] | None:
+        Returns the state that settles it, or None.
+        """
+
+        async def settled() -> StoredState | None:
             state = await self.read(conversation_id)
-            return state if state is not None and turn_id in state.get("turns", {}) else None
+            if state is None:
+                return None
+            if DELETED_KEY in state:
+                return state if turn_id in state[DELETED_KEY]["turns"] else None
+            _, record = find_turn(state, turn_id)
+            return state if record is not None or is_expired(state, turn_id) else None
 
-        return await _poll(recorded, timeout)
+        return await _poll(settled, timeout)
 
-    async def wait_until_gone(self, conversation_id: str, timeout: float) -> bool:
-        """Poll until the entity no longer exists; True when it is gone within `timeout`."""
+    async def wait_for_change(self, conversation_id: str, change_id: str, timeout: float) -> StoredState | None:
+        """Poll until the conversation acknowledges the change request `change_id`; returns that state, or None."""
 
-        async def gone() -> bool | None:
-            return None if await self.exists(conversation_id) else True
-
-        return bool(await _poll(gone, timeout))
-
-    async def wait_for_retention(
-        self, conversation_id: str, retention: dict[str, Any], timeout: float
-    ) -> dict[str, Any] | None:
-        """Poll until the conversation's stored retention settings equal `retention`; returns that state, or None."""
-
-        async def applied() -> dict[str, Any] | None:
+        async def applied() -> StoredState | None:
             state = await self.read(conversation_id)
-            return state if state is not None and state.get("retention") == retention else None
+            return state if state is not None and change_id in state.get(APPLIED_CHANGES_KEY, ()) else None
 
         return await _poll(applied, timeout)
 

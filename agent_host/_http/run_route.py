@@ -9,18 +9,26 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
 
 from .._clock import Clock
-from .._contract import AgentRoute, parse_json_object, read_body_text, turn_text, validate_conversation_id
-from .._conversation.entity import RUN_OPERATION
-from .._conversation.turn_records import answer_messages, new_turn_id, resolve_alias
-from .._errors import InvalidRequestError, MessageTooLargeError, status_for_code
+from .._contract import RUN_OPERATION, AgentRoute, RunRequestBody, parse_model, validate_conversation_id
+from .._conversation.state import DELETED_KEY, MESSAGES_KEY
+from .._conversation.turn_records import answer_messages, find_turn, new_turn_id, turn_text
+from .._errors import (
+    ConversationNotFoundError,
+    InvalidRequestError,
+    MessageTooLargeError,
+    TurnExpiredError,
+    status_for_code,
+)
 from .._settings import HostSettings
 from .durable_client import ConversationClient
+from .requests import JSON_MEDIA_TYPE, body_text, is_json_type, json_object, media_type
 
 SESSION_ID_FIELD = "session_id"
 LEGACY_THREAD_ID_FIELD = "thread_id"
@@ -29,19 +37,20 @@ WAIT_HEADER = "x-ms-wait-for-response"
 WAIT_FIELD = "wait_for_response"
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off"}
+_RUN_SHAPE = '{"message": "...", "session_id": "..."}'
 
 
-class CompatRunRequest:
+@dataclass(frozen=True)
+class RunRequest:
     """A parsed `/run` request: the message, the conversation it belongs to, and how to answer."""
 
-    def __init__(self, message: str, session_id: str, wait: bool, answer_json: bool) -> None:
-        self.message = message
-        self.session_id = session_id
-        self.wait = wait
-        self.answer_json = answer_json
+    message: str
+    session_id: str
+    wait: bool
+    answer_json: bool
 
 
-def parse_run_request(req: func.HttpRequest, settings: HostSettings) -> CompatRunRequest:
+def parse_run_request(req: func.HttpRequest, settings: HostSettings) -> RunRequest:
     """Read a `/run` request: JSON or plain text; `session_id` or legacy `thread_id` in body or query.
 
     Raises:
@@ -49,28 +58,25 @@ def parse_run_request(req: func.HttpRequest, settings: HostSettings) -> CompatRu
         MessageTooLargeError: the message is over the size limit.
     """
     headers = {key.lower(): value for key, value in req.headers.items()}
-    media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    is_json = media_type == "application/json" or media_type.endswith("+json")
-    body: dict[str, Any] = {}
-    text = read_body_text(req.get_body() or b"", settings.max_message_bytes)
-    if is_json:
-        body = parse_json_object(text, '{"message": "...", "session_id": "..."}') if text.strip() else {}
-        message = body.get("message", "")
-        if not isinstance(message, str):
-            raise InvalidRequestError('"message" must be a string.', code="invalid_body")
-    else:
-        message = text.strip()
+    is_json = is_json_type(media_type(req))
+    text = body_text(req, settings.max_message_bytes)
+    body = RunRequestBody()
+    if is_json and text.strip():
+        body = parse_model(RunRequestBody, json_object(text, _RUN_SHAPE))
+    message = body.message if is_json else text.strip()
     if not message.strip():
         raise InvalidRequestError("Message is required.", code="missing_message")
-    if len(message.encode("utf-8")) > settings.max_message_bytes:
-        raise MessageTooLargeError(len(message.encode("utf-8")), settings.max_message_bytes)
+    size = len(message.encode("utf-8"))
+    if size > settings.max_message_bytes:
+        raise MessageTooLargeError(size, settings.max_message_bytes)
     accepts_json = any(
-        part.split(";", 1)[0].strip().lower() == "application/json" for part in headers.get("accept", "").split(",")
+        part.split(";", 1)[0].strip().lower() == JSON_MEDIA_TYPE for part in headers.get("accept", "").split(",")
     )
-    return CompatRunRequest(
+    fields = body.model_dump(exclude_none=True)
+    return RunRequest(
         message=message,
-        session_id=_session_id(body, req.params or {}),
-        wait=_wait(headers, req.params or {}, body),
+        session_id=_session_id(fields, req.params or {}),
+        wait=_wait(headers, req.params or {}, fields),
         answer_json=is_json or accepts_json,
     )
 
@@ -90,6 +96,7 @@ def _session_id(body: Mapping[str, Any], query: Mapping[str, str]) -> str:
 
 
 def _wait(headers: Mapping[str, str], query: Mapping[str, str], body: Mapping[str, Any]) -> bool:
+    # That host's precedence: the header, then the query, then the body; an unreadable value falls through.
     for value in (headers.get(WAIT_HEADER), query.get(WAIT_FIELD), body.get(WAIT_FIELD)):
         if isinstance(value, bool):
             return value
@@ -119,22 +126,27 @@ async def run_compat(
     if state is None:
         pending = {"response": "Agent is still processing.", **base, "status": "pending"}
         return _answer(request, 202, pending, turn_url)
-    _, record = resolve_alias(state, turn_id)
+    _, record = find_turn(state, turn_id)
     if record is None or record["status"] != "completed":
-        error = (record or {}).get("error") or {"code": "turn_expired", "message": "The result is no longer kept."}
+        if record is not None:
+            error = record["error"]
+        elif DELETED_KEY in state:
+            error = ConversationNotFoundError(agent.name, request.session_id, deleted=True).to_record()
+        else:
+            error = TurnExpiredError(request.session_id, turn_id).to_record()
         failed = {"response": None, **base, "status": "failed", "error": error}
         return _answer(request, status_for_code(error["code"]), failed, turn_url)
-    answer = {**base, "response": turn_text(record, answer_messages(state, record)), "status": "success"}
-    answer["message_count"] = len(state.get("messages", []))
+    answer = {**base, "response": turn_text(answer_messages(state, record)), "status": "success"}
+    answer["message_count"] = len(state.get(MESSAGES_KEY, []))
     return _answer(request, 200, answer, turn_url)
 
 
-def _answer(request: CompatRunRequest, status: int, payload: dict[str, Any], turn_url: str) -> func.HttpResponse:
+def _answer(request: RunRequest, status: int, payload: dict[str, Any], turn_url: str) -> func.HttpResponse:
     headers = {SESSION_ID_HEADER: request.session_id}
     if status == 202:
         headers["Location"] = turn_url
     if request.answer_json:
-        return func.HttpResponse(json.dumps(payload), status_code=status, mimetype="application/json", headers=headers)
+        return func.HttpResponse(json.dumps(payload), status_code=status, mimetype=JSON_MEDIA_TYPE, headers=headers)
     error = payload.get("error") or {}
     text = payload.get("response") or error.get("message") or payload["status"]
     return func.HttpResponse(str(text), status_code=status, mimetype="text/plain", headers=headers)

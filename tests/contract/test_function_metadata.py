@@ -20,7 +20,7 @@ from agent_host._local_host.server import discover_functions
 
 # The host's function name rule (ScriptHost.ValidateName), applied case-insensitively.
 FUNCTION_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,127}$")
-ALL_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
+ALL_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
 CONVERSATION = "agents/{agent}/conversations/{conversationId}"
 DOCUMENTED_ROUTES = {
     "api_health": "health",

@@ -122,4 +122,5 @@ def test_include_excluded_must_be_true_or_false(host: RunningHost) -> None:
 
     assert reply.status == 400
     assert reply.json()["error"]["code"] == "invalid_query"
-    assert "includeExcluded='maybe'" in reply.json()["error"]["message"]
+    assert "includeExcluded: Input should be a valid boolean" in reply.json()["error"]["message"]
+    assert "(got 'maybe')" in reply.json()["error"]["message"]

@@ -9,8 +9,7 @@ import pytest
 from conftest import build_app, make_agent
 from hosting import RunningHost
 
-from agent_host import HostSettings, OfflineChatClient
-from agent_host._conversation.state import RetentionSettings
+from agent_host import HostSettings, OfflineChatClient, RetentionSettings
 
 BASE = "/api/agents/assistant/conversations"
 BUDGET = 6144
@@ -42,7 +41,7 @@ def test_changing_the_mode_over_http_takes_effect_on_the_next_turn(host: Running
     refused = fill_until_refused(host, "c1")
     assert refused["status"] == 507
     assert refused["body"]["error"]["code"] == "state_capacity_exceeded"
-    assert f"budget of {BUDGET} bytes" in refused["body"]["error"]["message"]
+    assert f"its {BUDGET}-byte budget" in refused["body"]["error"]["message"]
     before = host.request("GET", f"{BASE}/c1").json()
     assert before["capacityError"]["code"] == "state_capacity_exceeded"
     assert before["stateBytes"] > BUDGET and before["truncation"]["evictedMessages"] == 0
@@ -94,10 +93,16 @@ def test_retention_put_creates_a_conversation_that_the_next_turn_uses(host: Runn
 @pytest.mark.parametrize(
     ("body", "named"),
     [
-        ({"mode": "sometimes", "maxStateBytes": 65536}, "'keep_all', 'auto', 'follow_compaction'"),
-        ({"mode": "auto", "maxStateBytes": 100}, "at least 4096"),
-        ({"mode": "auto"}, "at least 4096"),
-        ({"mode": "auto", "maxStateBytes": 65536, "highWatermark": 0.6, "lowWatermark": 0.7}, "0 < low < high <= 1"),
+        (
+            {"mode": "sometimes", "maxStateBytes": 65536},
+            "mode: Input should be 'keep_all', 'auto' or 'follow_compaction'",
+        ),
+        ({"mode": "auto", "maxStateBytes": 100}, "maxStateBytes: Input should be greater than or equal to 4096"),
+        ({"mode": "auto"}, "maxStateBytes: Field required"),
+        (
+            {"mode": "auto", "maxStateBytes": 65536, "highWatermark": 0.6, "lowWatermark": 0.7},
+            "the low watermark (0.7) must be below the high watermark (0.6)",
+        ),
     ],
 )
 def test_invalid_retention_is_a_400_naming_the_valid_values(host: RunningHost, body: dict, named: str) -> None:

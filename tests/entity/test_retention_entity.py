@@ -11,8 +11,7 @@ from agent_framework import CompactionProvider, InMemoryHistoryProvider, Message
 from batches import EntityDriver, delivered
 from conftest import build_app, driver_for, make_agent
 
-from agent_host import HostSettings, OfflineChatClient
-from agent_host._conversation.state import RetentionSettings
+from agent_host import HostSettings, OfflineChatClient, RetentionSettings
 from agent_host._errors import status_for_code
 
 BUDGET = 8192
@@ -106,40 +105,36 @@ def test_the_same_conversation_under_keep_all_grows_past_the_budget_and_is_then_
     before, after, model_calls, record = refusals[-1]
     assert record["error"]["code"] == "state_capacity_exceeded"
     assert status_for_code(record["error"]["code"]) == 507
-    assert f"budget of {BUDGET} bytes" in record["error"]["message"]
+    assert f"its {BUDGET}-byte budget" in record["error"]["message"]
     assert "'auto' or 'follow_compaction'" in record["error"]["message"]
     assert model_calls == 0  # refused before the model ran
     old, new = json.loads(before), json.loads(after)
     for key in ("messages", "session", "turnCount", "truncation", "retention"):
         assert new.get(key) == old.get(key), key
-    assert new["truncation"] == {"evictedMessages": 0}
+    assert new["truncation"]["evictedMessages"] == 0  # keep_all never deletes a message
     assert new["capacityError"] == record["error"]  # the conversation reports why it is stuck
 
 
-def test_callers_still_read_their_answers_after_the_transcript_lost_them() -> None:
-    # Failure 8: the answer of the turn that triggered an eviction, and of turns whose messages were evicted.
+def test_a_caller_reads_its_answer_or_a_clear_expiry_never_another_answer() -> None:
+    # Failure 8: the turn that triggered an eviction still delivers; a turn whose answer retention evicted says so.
     driver = retention_driver("auto", budget=2 * BUDGET, turn_records=20)
-    answers: dict[str, tuple[str, str]] = {}
+    answers: dict[str, str] = {}
     for number in range(40):
         turn_id = f"t{number:03d}"
         evicted_before = driver.decoded()["truncation"]["evictedMessages"] if driver.state else 0
         record = driver.run_turn(turn_id, f"My fact{number} is value{number}, stated in a fairly long sentence.")
-        answers[turn_id] = (record["messages"][0]["id"], record["text"])
+        answers[turn_id] = record["text"]
         if driver.decoded()["truncation"]["evictedMessages"] > evicted_before:
             evicting_turn = turn_id
     state = driver.decoded()
-    transcript_ids = {message["id"] for message in state["messages"]}
 
     number = int(evicting_turn[1:])
-    assert delivered(state, evicting_turn)["text"] == answers[evicting_turn][1]
-    assert answers[evicting_turn][1].startswith(f'[offline model] You said: "My fact{number} is value{number},')
-    readable_but_evicted = [
-        turn_id for turn_id in state["turns"] if delivered(state, turn_id)["messages"][0]["id"] not in transcript_ids
-    ]
-    assert readable_but_evicted
-    for turn_id in readable_but_evicted:
-        assert state["turns"][turn_id]["status"] == "completed"
-        assert delivered(state, turn_id)["text"] == answers[turn_id][1]
+    assert delivered(state, evicting_turn)["text"] == answers[evicting_turn]
+    assert answers[evicting_turn].startswith(f'[offline model] You said: "My fact{number} is value{number},')
+    for turn_id in state["turns"]:
+        assert delivered(state, turn_id)["text"] == answers[turn_id]
+    assert state["expiredTurns"] and state["truncation"]["expiredAnswers"] > 0
+    assert not set(state["expiredTurns"]) & set(state["turns"])
 
 
 def test_recent_facts_are_recalled_after_older_ones_were_evicted() -> None:
@@ -165,7 +160,9 @@ def test_set_retention_changes_the_settings_the_next_turn_uses() -> None:
         driver.run_turn(f"t{number:03d}", message)
     assert driver.run_turn("t100", "one more")["error"]["code"] == "state_capacity_exceeded"
 
-    (result,) = driver.send(("set_retention", {"mode": "auto", "maxStateBytes": BUDGET}))
+    (result,) = driver.send(
+        ("set_retention", {"changeId": "r1", "retention": {"mode": "auto", "maxStateBytes": BUDGET}})
+    )
     record = driver.run_turn("t101", "one more")
 
     assert json.loads(result["result"])["retention"]["mode"] == "auto"
@@ -179,14 +176,19 @@ def test_set_retention_changes_the_settings_the_next_turn_uses() -> None:
 def test_set_retention_creates_the_conversation_and_refuses_invalid_settings() -> None:
     driver = retention_driver("auto")
 
-    (bad,) = driver.send(("set_retention", {"mode": "sometimes", "maxStateBytes": BUDGET}))
-    assert bad["isError"] is True and "'keep_all', 'auto', 'follow_compaction'" in json.loads(bad["result"])
+    (bad,) = driver.send(
+        ("set_retention", {"changeId": "r1", "retention": {"mode": "sometimes", "maxStateBytes": BUDGET}})
+    )
+    assert bad["isError"] is True
+    assert "retention.mode: Input should be 'keep_all', 'auto' or 'follow_compaction'" in bad["result"]
     assert driver.state is None
 
-    (good,) = driver.send(("set_retention", {"mode": "keep_all", "maxStateBytes": 65536, "lowWatermark": 0.5}))
+    settings = {"mode": "keep_all", "maxStateBytes": 65536, "lowWatermark": 0.5}
+    (good,) = driver.send(("set_retention", {"changeId": "r2", "retention": settings}))
     assert good["isError"] is False
     state = driver.decoded()
     assert state["conversationId"] == "c1" and state["messages"] == []
+    assert state["appliedChanges"] == ["r2"]
     assert state["retention"] == {
         "mode": "keep_all",
         "maxStateBytes": 65536,

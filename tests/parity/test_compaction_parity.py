@@ -43,10 +43,10 @@ from parity_fakes import (
     get_weather,
 )
 
-from agent_host._conversation.entity import plan_history
-from agent_host._conversation.history import record_to_message
+from agent_host._conversation.history_plan import plan_history
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
 from agent_host._event_loop import AGENT_LOOP
+from agent_host._records import record_to_message
 
 AGENT = "assistant"
 CONVERSATION = "c1"

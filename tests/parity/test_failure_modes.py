@@ -23,10 +23,10 @@ from batches import delivered
 from conftest import build_app, driver_for
 from parity_fakes import TOOL_RESULTS_PREFIX, CallLog, RecordingChatClient, get_time, get_weather
 
-from agent_host import HostSettings
-from agent_host._conversation.history import message_to_record, reconcile_by_message_id, record_to_message
-from agent_host._conversation.state import RetentionSettings
+from agent_host import HostSettings, RetentionSettings
+from agent_host._conversation.history import reconcile_by_message_id
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
+from agent_host._records import message_to_record, record_to_message
 
 BuildAgent = Callable[[CallLog], Agent]
 AGENT = "assistant"

@@ -314,14 +314,16 @@ CASES: dict[str, Case] = {
     "retention unknown field": Case(
         "PUT", RETENTION, 400, "invalid_retention", as_json({"mode": "auto", "maxStateBytes": 65536, "ttl": 5}), JSON
     ),
-    "retention body an array": Case("PUT", RETENTION, 400, "invalid_retention", b"[]", JSON),
-    "retention empty body": Case("PUT", RETENTION, 400, "invalid_retention", b"", JSON),
+    "retention body an array": Case("PUT", RETENTION, 400, "invalid_json", b"[]", JSON),
+    "retention empty body": Case("PUT", RETENTION, 400, "invalid_json", b"", JSON),
     "retention deeply nested JSON": Case("PUT", RETENTION, 400, "invalid_json", DEEP, JSON),
     "retention truncated JSON": Case("PUT", RETENTION, 400, "invalid_json", b'{"mode": "au', JSON),
-    # The retention route reports undecodable bytes as invalid JSON (the turn routes say invalid_encoding).
-    "retention invalid UTF-8": Case("PUT", RETENTION, 400, "invalid_json", b'{"mode": "\xff"}', JSON),
+    "retention invalid UTF-8": Case("PUT", RETENTION, 400, "invalid_encoding", b'{"mode": "\xff"}', JSON),
     "retention field named by a lone surrogate": Case(
-        "PUT", RETENTION, 400, "invalid_retention", b'{"mode": "auto", "maxStateBytes": 65536, "\\udc80": 1}', JSON
+        "PUT", RETENTION, 400, "invalid_body", b'{"mode": "auto", "maxStateBytes": 65536, "\\udc80": 1}', JSON
+    ),
+    "retention sent as text": Case(
+        "PUT", RETENTION, 415, "unsupported_media_type", as_json({"mode": "auto", "maxStateBytes": 65536}), TEXT
     ),
     "retention of an invalid id": Case(
         "PUT",

@@ -45,15 +45,14 @@ from hosting import RunningHost, child_pythonpath
 from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to
 
 from agent_host import HostSettings, OfflineChatClient
-from agent_host._contract import message_text
-from agent_host._conversation.history import record_author
 from agent_host._conversation.state import SCHEMA_VERSION, decode_state
 from agent_host._conversation.turn_records import answer_messages
+from agent_host._records import message_text, record_author
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 # One state as each schema version stored it: every version this host ever wrote must stay readable.
-SAMPLES = {version: ROOT / "tests" / "data" / f"state_v{version}_sample.json" for version in (1, 2)}
+SAMPLES = {version: ROOT / "tests" / "data" / f"state_v{version}_sample.json" for version in (1, 2, 3)}
 BASE = "/api/agents/assistant/conversations"
 ENTITY = "conversation_assistant"
 
@@ -600,7 +599,8 @@ def test_a_conversation_with_unreadable_state_can_still_be_deleted(scripted_host
     gone = running.request("GET", f"{BASE}/doomed")
     fresh = running.request("POST", f"{BASE}/doomed/turns", {"message": "start over"})
 
-    assert deleted.status == 204 and stored is None  # an explicit delete, the one way a conversation is reset
+    assert deleted.status == 204  # an explicit delete, the one way a conversation is reset
+    assert stored is not None and decode_state(stored)["deleted"]["existed"] is True  # a readable tombstone
     assert gone.status == 404 and gone.json()["error"]["code"] == "conversation_not_found"
     assert fresh.status == 200 and fresh.json()["text"].endswith("start over")
     assert history_of(running, "doomed") == [("user", "start over"), ("assistant", fresh.json()["text"])]
@@ -649,7 +649,8 @@ def build_sample() -> dict[str, Any]:
     from agent_host._conversation.state import SCHEMA_VERSION as v;
     open(f'tests/data/state_v{v}_sample.json', 'w').write(json.dumps(t.build_sample(), indent=1) + '\\n')"
     """
-    driver = EntityDriver(entity_function(build_app(sample_agent()), "assistant"), ENTITY, f"sample-v{SCHEMA_VERSION}")
+    app = build_app(sample_agent(), clock=ManualClock(step_ms=1))
+    driver = EntityDriver(entity_function(app, "assistant"), ENTITY, f"sample-v{SCHEMA_VERSION}")
     for number, message in enumerate(SAMPLE_TURNS):
         driver.run_turn(f"0000000000{number}sample", message)
     return driver.decoded()

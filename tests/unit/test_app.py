@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from conftest import ScriptedChatClient, build_app, make_agent
 
-import agent_host
 from agent_host import AgentFunctionApp, HostSettings
 
 
@@ -51,25 +50,3 @@ def test_add_agent_after_construction_registers_its_entity() -> None:
     assert "conversation_late" in [f.get_function_name() for f in app.get_functions()]
     assert app._entities["late"].retention.mode == "keep_all"
     assert app._entities["late"].retention.max_state_bytes == 4096
-
-
-def test_public_api_is_exactly_this() -> None:
-    assert sorted(agent_host.__all__) == [
-        "AgentFunctionApp",
-        "AgentHostError",
-        "AgentNotFoundError",
-        "Clock",
-        "ConversationNotFoundError",
-        "DurableHistoryProvider",
-        "HostSettings",
-        "InvalidRequestError",
-        "MessageTooLargeError",
-        "OfflineChatClient",
-        "StateCapacityExceededError",
-        "StateCorruptError",
-        "StateVersionError",
-        "TurnExpiredError",
-        "TurnFailedError",
-        "TurnNotFoundError",
-        "chat_client_from_settings",
-    ]

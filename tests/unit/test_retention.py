@@ -10,20 +10,21 @@ from typing import Any
 import pytest
 from agent_framework import Content, Message
 
-from agent_host import InvalidRequestError, StateCapacityExceededError
-from agent_host._conversation.history import message_to_record
+from agent_host import RetentionSettings, StateCapacityExceededError
 from agent_host._conversation.retention import (
+    RECEIPT_SHARE,
+    Receipts,
     apply_retention_settings,
     enforce_retention,
-    ensure_room_for_turn,
+    make_room_for_turn,
     state_bytes,
-    validate_watermarks,
-    validated_retention,
 )
-from agent_host._conversation.state import RetentionSettings, decode_state, encode_state, new_state
+from agent_host._conversation.state import decode_state, encode_state, new_state
+from agent_host._records import message_to_record
 
 NOW = 1_700_000_000_000
 LATER = NOW + 5_000
+RECEIPTS = Receipts(max_records=100)
 
 
 def text(message_id: str, role: str, body: str, props: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def test_auto_evicts_the_oldest_groups_down_to_the_low_watermark_and_no_further(
     with_budget(state, budget_for(state, 0.9))
     before = copy.deepcopy(state)
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     kept = outcome.state["messages"]
     evicted = len(records) - len(kept)
@@ -104,6 +105,7 @@ def test_auto_evicts_the_oldest_groups_down_to_the_low_watermark_and_no_further(
     assert state_bytes(one_group_back) > low_bytes(state)
     assert outcome.state["truncation"] == {
         "evictedMessages": evicted,
+        "expiredAnswers": 0,
         "firstEvictedAt": LATER,
         "lastEvictedAt": LATER,
     }
@@ -116,7 +118,7 @@ def test_auto_leaves_a_state_below_the_high_watermark_alone() -> None:
     state = state_of([record for number in range(30) for record in exchange(number)])
     with_budget(state, budget_for(state, 0.8))
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     assert outcome.state is state
     assert outcome.evicted_ids == ()
@@ -126,11 +128,11 @@ def test_auto_leaves_a_state_below_the_high_watermark_alone() -> None:
 def test_truncation_record_keeps_the_first_eviction_time_and_counts_every_eviction() -> None:
     state = state_of([record for number in range(30) for record in exchange(number)])
     with_budget(state, budget_for(state, 0.9))
-    first = enforce_retention(state, now_ms=LATER).state
+    first = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS).state
     grown = {**first, "messages": first["messages"] + [r for n in range(30, 45) for r in exchange(n)]}
     with_budget(grown, budget_for(grown, 0.9))
 
-    second = enforce_retention(grown, now_ms=LATER + 1).state
+    second = enforce_retention(grown, now_ms=LATER + 1, receipts=RECEIPTS).state
 
     assert second["truncation"]["firstEvictedAt"] == LATER
     assert second["truncation"]["lastEvictedAt"] == LATER + 1
@@ -144,10 +146,13 @@ def test_every_eviction_is_logged_with_the_conversation(caplog: pytest.LogCaptur
     with_budget(state, budget_for(state, 0.9))
 
     with caplog.at_level(logging.INFO, logger="agent_host.retention"):
-        outcome = enforce_retention(state, now_ms=LATER)
+        outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     lines = [record.getMessage() for record in caplog.records if record.name == "agent_host.retention"]
-    assert any(f"evicted {len(outcome.evicted_ids)} messages of conversation c1" in line for line in lines)
+    assert any(
+        f"evicted {len(outcome.evicted_ids)} messages and dropped 0 turn answers of conversation c1" in line
+        for line in lines
+    )
 
 
 # -- what may not be evicted ---------------------------------------------------------------------------------------
@@ -159,7 +164,7 @@ def test_tool_only_history_is_budgeted_on_its_persisted_bytes() -> None:
     state = state_of(records)
     with_budget(state, budget_for(state, 0.9))
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     kept = outcome.state["messages"]
     evicted = len(records) - len(kept)
@@ -171,20 +176,20 @@ def test_tool_only_history_is_budgeted_on_its_persisted_bytes() -> None:
 
 def test_tool_groups_are_evicted_whole_even_when_their_messages_are_not_adjacent() -> None:
     # An assistant text sits between a call and its result: core links them into one group, a naive grouping won't.
-    linked = tool_group("linked", results=1, size=900)
-    between = text("between", "assistant", "thinking out loud " + "b" * 100)
+    linked = tool_group("linked", results=1, size=3600)
+    between = text("between", "assistant", "thinking out loud " + "b" * 400)
     records = [
-        *tool_group("multi", results=3, size=500),
+        *tool_group("multi", results=3, size=2000),
         linked[0],
         between,
         linked[1],
-        *[record for number in range(6) for record in exchange(number)],
+        *[record for number in range(6) for record in exchange(number, padding=480)],
     ]
     state = state_of(records)
     for fill in (0.86, 0.9, 0.95, 0.99, 1.2, 1.6, 2.0, 2.5):
         with_budget(state, budget_for(state_of(records), fill))
 
-        kept = enforce_retention(state, now_ms=LATER).state["messages"]
+        kept = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS).state["messages"]
 
         assert call_ids(kept, "function_call") == call_ids(kept, "function_result")
         kept_ids = set(survivors_ids({"messages": kept}))
@@ -195,17 +200,17 @@ def test_tool_groups_are_evicted_whole_even_when_their_messages_are_not_adjacent
 def test_system_messages_survive_a_budget_that_takes_everything_else() -> None:
     # Failure 7.
     records = [
-        text("sys1", "system", "You are careful. " + "s" * 200),
-        *[record for number in range(8) for record in exchange(number)],
-        text("sys2", "system", "Mid-conversation instruction. " + "s" * 200),
-        *[record for number in range(8, 16) for record in exchange(number)],
-        *exchange(99),
+        text("sys1", "system", "You are careful. " + "s" * 1000),
+        *[record for number in range(8) for record in exchange(number, padding=400)],
+        text("sys2", "system", "Mid-conversation instruction. " + "s" * 1000),
+        *[record for number in range(8, 16) for record in exchange(number, padding=400)],
+        *exchange(99, padding=400),
     ]
     state = state_of(records)
-    protected = [records[0], records[17], *exchange(99)]
+    protected = [records[0], records[17], *exchange(99, padding=400)]
     with_budget(state, int(state_bytes(state_of(protected)) / 0.69))
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     assert outcome.state["messages"] == protected
     assert outcome.state["truncation"]["evictedMessages"] == len(records) - len(protected)
@@ -220,13 +225,13 @@ def test_newest_exchange_alone_over_the_budget_wipes_nothing_and_reports_capacit
     ]
     state = state_of(records, budget=4096)
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     assert outcome.state["messages"] == records
-    assert outcome.state["truncation"] == {"evictedMessages": 0}
+    assert outcome.state["truncation"] == {"evictedMessages": 0, "expiredAnswers": 0}
     error = outcome.state["capacityError"]
     assert error["code"] == "state_capacity_exceeded"
-    assert "budget of 4096 bytes" in error["message"] and "Nothing was deleted" in error["message"]
+    assert "4096-byte budget" in error["message"] and "Nothing was deleted" in error["message"]
     assert outcome.text == encode_state(outcome.state)
 
 
@@ -234,32 +239,80 @@ def test_capacity_error_is_cleared_once_the_state_fits_again() -> None:
     state = state_of([record for number in range(4) for record in exchange(number)], budget=100_000)
     state["capacityError"] = {"code": "state_capacity_exceeded", "message": "earlier"}
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     assert "capacityError" not in outcome.state
     assert outcome.text == encode_state(outcome.state)
 
 
-def test_turn_records_are_never_evicted() -> None:
-    # Failure 8: a caller may not have read its answer yet; delivery must not depend on the transcript.
+def delivered_copy(record: dict[str, Any]) -> dict[str, Any]:
+    """An answer as it was delivered, before compaction changed the transcript's copy."""
+    return {**record, "text": "as delivered"}
+
+
+def receipt(answer: dict[str, Any], *, copy_answer: bool) -> dict[str, Any]:
+    return {"status": "completed", "messages": [answer if copy_answer else answer["id"]], "at": NOW}
+
+
+def test_answer_copies_go_before_any_conversation_message() -> None:
+    # Failure 14: answers copied into receipts (compaction changed them since) are the first thing pressure takes.
     records = [record for number in range(30) for record in exchange(number)]
     state = state_of(records)
-    state["turns"] = {
-        f"t{n}": {
-            "status": "completed",
-            "text": records[2 * n + 1]["text"],
-            "messages": [records[2 * n + 1]],
-            "at": NOW,
-        }
-        for n in range(30)
-    }
+    answers = [{**records[2 * n + 1], "text": "as delivered " + "d" * 700} for n in range(4)]
+    state["turns"] = {f"t{n}": receipt(answer, copy_answer=True) for n, answer in enumerate(answers)}
+    state["turns"]["t29"] = receipt(records[-1], copy_answer=False)
+    with_budget(state, budget_for(state, 0.86))
+    without_copies = {**state, "turns": {"t29": state["turns"]["t29"]}, "expiredTurns": ["t0", "t1", "t2", "t3"]}
+    assert len(encode_state(state["turns"])) <= state["retention"]["maxStateBytes"] * RECEIPT_SHARE  # within share
+    assert state_bytes(without_copies) + 40 <= low_bytes(state)  # dropping the copies alone is enough
+
+    outcome = enforce_retention(state, now_ms=LATER, receipts=Receipts(max_records=100, protected_turn="t29"))
+
+    assert outcome.evicted_ids == ()
+    assert outcome.state["messages"] == records
+    assert set(outcome.state["turns"]) == {"t29"}
+    assert outcome.state["expiredTurns"] == ["t0", "t1", "t2", "t3"]
+    assert outcome.expired_turns == ("t0", "t1", "t2", "t3")
+    assert outcome.state["truncation"]["expiredAnswers"] == 4
+    assert outcome.state_bytes <= low_bytes(state)
+
+
+def test_a_receipt_naming_an_evicted_answer_expires_with_it_and_the_delivered_turn_keeps_its_own() -> None:
+    records = [record for number in range(30) for record in exchange(number)]
+    state = state_of(records)
+    state["turns"] = {f"t{n}": receipt(records[2 * n + 1], copy_answer=False) for n in range(30)}
     with_budget(state, budget_for(state, 0.9))
-    turns = copy.deepcopy(state["turns"])
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=Receipts(max_records=100, protected_turn="t29"))
 
-    assert outcome.evicted_ids
-    assert outcome.state["turns"] == turns
+    evicted = set(outcome.evicted_ids)
+    assert evicted
+    gone = [f"t{n}" for n in range(30) if records[2 * n + 1]["id"] in evicted]
+    assert gone and outcome.state["expiredTurns"] == gone
+    assert outcome.state["turns"]["t29"] == state["turns"]["t29"]
+    assert all(isinstance(m, str) for record in outcome.state["turns"].values() for m in record["messages"])
+    decode_state(outcome.text)  # every receipt left names a message the transcript still holds
+    assert outcome.state_bytes <= low_bytes(state)
+
+
+def test_receipts_take_at_most_their_share_of_the_budget_in_every_mode() -> None:
+    records = [record for number in range(3) for record in exchange(number)]
+    for mode in ("keep_all", "auto", "follow_compaction"):
+        state = state_of(records, mode=mode, budget=16_384)
+        state["turns"] = {
+            f"t{n:03d}": {"status": "failed", "error": {"code": "turn_failed", "message": "x" * 80}, "at": NOW + n}
+            for n in range(60)
+        }
+        state["turns"]["t059"] = receipt(records[-1], copy_answer=False)
+
+        outcome = enforce_retention(state, now_ms=LATER, receipts=Receipts(max_records=100, protected_turn="t059"))
+
+        share = int(16_384 * RECEIPT_SHARE)
+        kept = outcome.state["turns"]
+        assert len(encode_state(kept)) + len(encode_state(outcome.state["expiredTurns"])) <= share
+        assert "t059" in kept and list(kept)[-1] == "t059"
+        assert outcome.state["expiredTurns"] == [f"t{n:03d}" for n in range(60) if f"t{n:03d}" not in kept]
+        assert outcome.state["messages"] == records  # receipts went; no conversation message did
 
 
 # -- compaction exclusions -----------------------------------------------------------------------------------------
@@ -283,7 +336,7 @@ def test_auto_treats_exclusions_as_no_consent_and_every_survivor_keeps_its_annot
     with_budget(state, budget_for(state, 0.9))
     annotations = {record["id"]: copy.deepcopy(record.get("props")) for record in records}
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     kept = outcome.state["messages"]
     evicted = len(records) - len(kept)
@@ -299,7 +352,7 @@ def test_auto_without_pressure_keeps_what_compaction_excluded() -> None:
         record["props"] = excluded("sliding_window", f"g{number}")
     state = state_of(records, budget=1_000_000)
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     assert outcome.state["messages"] == records
     assert outcome.followed_ids == ()
@@ -321,7 +374,7 @@ def test_follow_compaction_deletes_excluded_groups_but_not_protected_or_partly_i
     state = state_of(records, mode="follow_compaction", budget=1_000_000)
     annotations = copy.deepcopy(records)
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     assert outcome.followed_ids == ("old1", "old2")
     assert survivors_ids(outcome.state) == ["sys", "half.call", "half.result0", "kept", "t9.in", "t9.0"]
@@ -336,7 +389,7 @@ def test_follow_compaction_then_evicts_under_pressure_like_auto() -> None:
     state = state_of(records, mode="follow_compaction")
     with_budget(state, budget_for(state, 0.95))
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     assert outcome.followed_ids == ("t0.in", "t0.0", "t1.in", "t1.0")
     assert outcome.evicted_ids and outcome.evicted_ids[0] == "t2.in"
@@ -353,26 +406,46 @@ def test_keep_all_refuses_a_turn_that_would_go_over_the_budget_and_names_the_way
     incoming = text("t20.in", "user", "one more " + "z" * 60)
 
     with pytest.raises(StateCapacityExceededError) as raised:
-        ensure_room_for_turn(state, incoming)
+        make_room_for_turn(state, incoming, RECEIPTS)
 
     message = raised.value.message
+    grown = size + len(encode_state(incoming)) + 1
     assert raised.value.code == "state_capacity_exceeded" and raised.value.status == 507
-    assert f"stores {size} bytes" in message and f"budget of {size + 50} bytes" in message
+    assert f"would grow to {grown} bytes" in message and f"its {size + 50}-byte budget" in message
     assert "'auto'" in message and "'follow_compaction'" in message and "maxStateBytes" in message
+
+
+def test_keep_all_drops_turn_receipts_before_it_refuses_a_turn() -> None:
+    records = [record for number in range(20) for record in exchange(number)]
+    state = state_of(records, mode="keep_all")
+    state["turns"] = {
+        f"t{n}": receipt({**records[2 * n + 1], "text": "as delivered"}, copy_answer=True) for n in range(20)
+    }
+    incoming = text("t20.in", "user", "one more " + "z" * 60)
+    with_budget(state, state_bytes({**state, "turns": {}}) + 600)
+
+    room = make_room_for_turn(state, incoming, RECEIPTS)
+
+    assert room["messages"] == records
+    kept = list(room["turns"])
+    assert kept and kept == [f"t{n}" for n in range(20 - len(kept), 20)]  # the oldest receipts went
+    assert room["expiredTurns"] == [f"t{n}" for n in range(20 - len(kept))]
+    assert state_bytes(room) + len(encode_state(incoming)) + 1 <= room["retention"]["maxStateBytes"]
+    assert room["truncation"]["expiredAnswers"] == 20 - len(kept)
 
 
 def test_keep_all_lets_a_turn_in_while_it_fits() -> None:
     state = state_of([record for number in range(20) for record in exchange(number)], mode="keep_all")
     with_budget(state, state_bytes(state) + 500)
 
-    ensure_room_for_turn(state, text("t20.in", "user", "short"))
+    assert make_room_for_turn(state, text("t20.in", "user", "short"), RECEIPTS) is state
 
 
 def test_other_modes_never_refuse_a_turn() -> None:
     for mode in ("auto", "follow_compaction"):
         state = state_of([record for number in range(20) for record in exchange(number)], mode=mode)
         with_budget(state, 4096)
-        ensure_room_for_turn(state, text("t20.in", "user", "x" * 5000))
+        assert make_room_for_turn(state, text("t20.in", "user", "x" * 5000), RECEIPTS) is state
 
 
 def test_keep_all_never_evicts_and_leaves_reporting_to_the_next_turns_refusal() -> None:
@@ -381,59 +454,15 @@ def test_keep_all_never_evicts_and_leaves_reporting_to_the_next_turns_refusal() 
     state["capacityError"] = {"code": "state_capacity_exceeded", "message": "an earlier refusal"}
     with_budget(state, budget_for(state, 1.1))
 
-    outcome = enforce_retention(state, now_ms=LATER)
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
 
     assert outcome.state["messages"] == records
-    assert outcome.state["truncation"] == {"evictedMessages": 0}
+    assert outcome.state["truncation"] == {"evictedMessages": 0, "expiredAnswers": 0}
     assert "capacityError" not in outcome.state  # this turn completed; the next one is checked before it runs
     assert outcome.state_bytes > state["retention"]["maxStateBytes"]
 
 
 # -- settings ------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("low", "high"), [(0.7, 0.85), (0.1, 1.0), (0.5, 0.51)])
-def test_valid_watermarks_pass(low: float, high: float) -> None:
-    validate_watermarks(low, high)
-
-
-@pytest.mark.parametrize(("low", "high"), [(0.85, 0.7), (0.0, 0.5), (0.5, 0.5), (0.5, 1.01), (-0.1, 0.5)])
-def test_invalid_watermarks_are_refused(low: float, high: float) -> None:
-    with pytest.raises(ValueError, match=r"0 < low < high <= 1"):
-        validate_watermarks(low, high)
-
-
-def test_a_valid_request_becomes_settings_with_default_watermarks() -> None:
-    settings = validated_retention({"mode": "follow_compaction", "maxStateBytes": 65536})
-
-    assert settings.model_dump(by_alias=True) == {
-        "mode": "follow_compaction",
-        "maxStateBytes": 65536,
-        "highWatermark": 0.85,
-        "lowWatermark": 0.70,
-    }
-
-
-@pytest.mark.parametrize(
-    ("body", "named"),
-    [
-        ({"mode": "forever", "maxStateBytes": 65536}, "'keep_all', 'auto', 'follow_compaction'"),
-        ({"maxStateBytes": 65536}, "'keep_all', 'auto', 'follow_compaction'"),
-        ({"mode": "auto", "maxStateBytes": 10}, "at least 4096"),
-        ({"mode": "auto", "maxStateBytes": "big"}, "at least 4096"),
-        ({"mode": "auto", "maxStateBytes": True}, "at least 4096"),
-        ({"mode": "auto", "maxStateBytes": 65536, "lowWatermark": 0.9}, "0 < low < high <= 1"),
-        ({"mode": "auto", "maxStateBytes": 65536, "highWatermark": "high"}, "between 0 and 1"),
-        ({"mode": "auto", "maxStateBytes": 65536, "keep": 3}, "Unknown retention field(s) keep"),
-        (["auto"], "JSON object"),
-    ],
-)
-def test_an_invalid_request_names_the_valid_values(body: Any, named: str) -> None:
-    with pytest.raises(InvalidRequestError) as raised:
-        validated_retention(body)
-
-    assert raised.value.code == "invalid_retention" and raised.value.status == 400
-    assert named in raised.value.message
 
 
 def test_new_settings_clear_a_capacity_error_the_state_no_longer_has() -> None:

@@ -13,10 +13,10 @@ from conftest import ScriptedChatClient, build_app, driver_for, make_agent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_host import HostSettings, StateCorruptError
-from agent_host._conversation.history import record_to_message
-from agent_host._conversation.state import RetentionSettings, encode_state, new_state
+from agent_host import HostSettings, RetentionSettings, StateCorruptError
+from agent_host._conversation.state import encode_state, new_state
 from agent_host._conversation.state_cache import CONVERSATION_CACHE, ConversationCache, _TextMessageFactory
+from agent_host._records import record_to_message
 
 # Core gives each function-call content a random `af-call-...` id; everything else here is deterministic.
 _CALL_CONTENT_ID = re.compile(r"af-call-[0-9a-f]+")

@@ -52,16 +52,16 @@ def test_turn_outcomes_durations_and_state_size_are_recorded(reader) -> None:
 
 
 def test_evictions_and_capacity_refusals_are_counted(reader) -> None:
-    settings = HostSettings(max_turn_records=3)  # turn records are not evictable; keep them few for a small budget
+    settings = HostSettings(max_turn_records=3)
     app = build_app(settings=settings)
-    app.add_agent(make_agent(ScriptedChatClient()), retention_mode="auto", max_state_bytes=2500)
+    app.add_agent(make_agent(ScriptedChatClient()), retention_mode="auto", max_state_bytes=4096)
     auto = driver_for(app, "assistant", key="auto")
     for number in range(12):
-        auto.run_turn(f"a{number}", f"message number {number} " + "x" * 60)
+        auto.run_turn(f"a{number}", f"message number {number} " + "x" * 160)
     strict = build_app(settings=settings)
-    strict.add_agent(make_agent(ScriptedChatClient()), retention_mode="keep_all", max_state_bytes=2500)
+    strict.add_agent(make_agent(ScriptedChatClient()), retention_mode="keep_all", max_state_bytes=4096)
     keep = driver_for(strict, "assistant", key="keep")
-    records = [keep.run_turn(f"k{number}", f"message number {number} " + "x" * 60) for number in range(12)]
+    records = [keep.run_turn(f"k{number}", f"message number {number} " + "x" * 160) for number in range(12)]
 
     found = points(reader)
 

@@ -1,11 +1,11 @@
-"""The wire rendering of stored records: a turn's text is derived exactly as core derives it."""
+"""Turn records: a turn's text is derived exactly as core derives it; an answer is named or copied."""
 
 from __future__ import annotations
 
 from agent_framework import AgentResponse, Content, Message
 
-from agent_host._contract import render_turn, turn_text
-from agent_host._conversation.turn_records import completed_record
+from agent_host._conversation.turn_records import completed_record, turn_text
+from agent_host._http.rendering import render_turn
 
 
 def test_turn_text_matches_core_response_text_for_a_multi_message_answer() -> None:
@@ -21,8 +21,8 @@ def test_turn_text_matches_core_response_text_for_a_multi_message_answer() -> No
     record = completed_record(response, 1, "assistant", [])
 
     assert "text" not in record  # stored once, as messages
-    assert turn_text(record, record["messages"]) == response.text == "It is sunny today.  Anything else?  "
-    assert render_turn("c1", "t1", record, record["messages"], "assistant")["text"] == response.text
+    assert turn_text(record["messages"]) == response.text == "It is sunny today.  Anything else?  "
+    assert render_turn("c1", "t1", record, {"agent": "assistant", "messages": []})["text"] == response.text
 
 
 def test_an_answer_the_transcript_holds_as_delivered_is_named_and_any_other_is_copied() -> None:

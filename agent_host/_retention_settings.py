@@ -1,0 +1,51 @@
+"""The one model of a conversation's retention settings, and the wording of its errors for each entry point.
+
+App settings (`AGENT_HOST_RETENTION_MODE`, `AGENT_HOST_MAX_STATE_BYTES`), `add_agent(...)` and
+`PUT .../retention` all validate through `RetentionSettings`; each entry point names its own fields in errors.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Self, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
+from pydantic.alias_generators import to_camel
+
+RetentionModeName = Literal["keep_all", "auto", "follow_compaction"]
+RETENTION_MODES: tuple[str, ...] = get_args(RetentionModeName)
+KEEP_ALL: RetentionModeName = "keep_all"
+FOLLOW_COMPACTION: RetentionModeName = "follow_compaction"
+# The smallest budget: an empty conversation with a few turn receipts alone takes a few hundred bytes.
+MIN_STATE_BYTES = 4096
+DEFAULT_MAX_STATE_BYTES = 1024 * 1024
+
+
+class RetentionSettings(BaseModel):
+    """How much one conversation may store and what may be deleted to stay under it.
+
+    Attributes:
+        mode: `keep_all` never deletes; `auto` evicts the oldest messages under pressure; `follow_compaction`
+            also deletes what compaction excluded.
+        max_state_bytes: The budget for the whole stored state, in UTF-8 bytes (at least 4096).
+        high_watermark: Fraction of the budget at which eviction starts.
+        low_watermark: Fraction of the budget eviction brings the state down to.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    mode: RetentionModeName = "auto"
+    max_state_bytes: StrictInt = Field(default=DEFAULT_MAX_STATE_BYTES, ge=MIN_STATE_BYTES)
+    high_watermark: StrictFloat | StrictInt = Field(default=0.85, gt=0, le=1, allow_inf_nan=False)
+    low_watermark: StrictFloat | StrictInt = Field(default=0.70, gt=0, lt=1, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _low_below_high(self) -> Self:
+        if not self.low_watermark < self.high_watermark:
+            raise ValueError(
+                f"the low watermark ({self.low_watermark}) must be below the high watermark ({self.high_watermark})"
+            )
+        return self
+
+    def stored(self) -> dict[str, object]:
+        """The settings as the state stores them and the API shows them (camelCase)."""
+        return self.model_dump(by_alias=True, mode="json")

@@ -1,0 +1,55 @@
+"""The public API is small and pinned: `__all__` is exactly the package's public names, errors included."""
+
+from __future__ import annotations
+
+import types
+
+import agent_host
+from agent_host._errors import public_error_classes
+
+
+def test_all_lists_exactly_the_names_the_package_makes_public() -> None:
+    # As httpx pins it: a name imported into the package but left out of __all__ (or the reverse) fails here.
+    public = {
+        name
+        for name, value in vars(agent_host).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+
+    assert sorted(agent_host.__all__) == sorted(public)
+
+
+def test_every_error_a_caller_can_meet_is_exported() -> None:
+    errors = public_error_classes()
+
+    assert set(errors) <= set(agent_host.__all__)
+    assert all(getattr(agent_host, name) is cls for name, cls in errors.items())
+
+
+def test_public_api_is_exactly_this() -> None:
+    assert sorted(agent_host.__all__) == [
+        "AgentFunctionApp",
+        "AgentHostError",
+        "AgentNotFoundError",
+        "Clock",
+        "ConversationNotFoundError",
+        "DurableHistoryProvider",
+        "HostSettings",
+        "IdempotencyConflictError",
+        "InvalidRequestError",
+        "MessageTooLargeError",
+        "MethodNotAllowedError",
+        "OfflineChatClient",
+        "RetentionSettings",
+        "StateCapacityExceededError",
+        "StateCorruptError",
+        "StateVersionError",
+        "StorageUnavailableError",
+        "SystemClock",
+        "TurnExpiredError",
+        "TurnFailedError",
+        "TurnNotFoundError",
+        "UnknownApprovalError",
+        "UnsupportedMediaTypeError",
+        "chat_client_from_settings",
+    ]
