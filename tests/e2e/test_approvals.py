@@ -79,3 +79,26 @@ def test_answering_an_unknown_approval_is_400_and_nothing_changes(tmp_path: Path
     assert reply.status == 400
     assert reply.json()["error"]["code"] == "unknown_approval"
     assert after == before
+
+
+def test_a_keyed_retry_of_an_approval_answer_returns_the_original_turn(tmp_path: Path) -> None:
+    # The approval is no longer pending once answered: the idempotency lookup must come before its validation.
+    executed.clear()
+    running = RunningHost(app, tmp_path)
+    try:
+        asked = running.request("POST", f"{BASE}/c1/turns", {"message": "please refund order_id=B2"})
+        answer = {"approvals": [{"id": asked.json()["approvalRequests"][0]["id"], "approved": True}]}
+        key = {"Idempotency-Key": "approve-B2"}
+        first = running.request("POST", f"{BASE}/c1/turns", answer, headers=key)
+        retry = running.request("POST", f"{BASE}/c1/turns", answer, headers=key)
+        other = running.request("POST", f"{BASE}/c1/turns", {"message": "something else"}, headers=key)
+        unkeyed = running.request("POST", f"{BASE}/c1/turns", answer)
+    finally:
+        running.stop()
+
+    assert executed == ["B2"]
+    assert first.status == retry.status == 200
+    assert retry.json()["turnId"] == first.json()["turnId"]
+    assert retry.json()["text"] == first.json()["text"] == "[offline model] The tool returned: Refunded B2."
+    assert (other.status, other.json()["error"]["code"]) == (409, "idempotency_key_reused")
+    assert (unkeyed.status, unkeyed.json()["error"]["code"]) == (400, "unknown_approval")

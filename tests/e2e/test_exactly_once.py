@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,59 @@ def test_run_route_without_a_session_starts_a_new_conversation(offline: RunningH
     session = reply.json()["session_id"]
     assert len(session) == 32
     assert json.loads(offline.request("GET", f"{BASE}/{session}").body)["turnCount"] == 1
+
+
+def test_forty_concurrent_retries_of_one_key_run_the_model_once_and_report_one_turn(tmp_path: Path) -> None:
+    # Failure 15: with 5 turn records, 39 retries used to write alias records that pushed the original out.
+    def slow(messages, options):
+        time.sleep(0.4)  # every retry arrives while the first run is still going
+        return default_reply(messages, len(client.calls))
+
+    client = ScriptedChatClient(slow)
+    settings = HostSettings(max_turn_records=5)
+    running = RunningHost(lambda: build_app(make_agent(client), settings=settings), tmp_path)
+    key = {"Idempotency-Key": "one-booking"}
+    try:
+        with ThreadPoolExecutor(max_workers=40) as pool:
+            replies = list(
+                pool.map(
+                    lambda _: running.request("POST", f"{BASE}/c1/turns", {"message": "book it"}, headers=key),
+                    range(40),
+                )
+            )
+        running.wait_idle()
+        later = running.request("POST", f"{BASE}/c1/turns", {"message": "book it"}, headers=key)
+        stored = running.host.store.read_state("conversation_assistant", "c1") if running.host else None
+    finally:
+        running.stop()
+
+    assert len(client.calls) == 1
+    assert {reply.status for reply in replies} <= {200, 202}
+    turn_ids = {reply.json()["turnId"] for reply in replies if reply.status == 200}
+    assert len(turn_ids) == 1 and later.json()["turnId"] in turn_ids
+    assert later.status == 200 and later.json()["text"] == "reply 1: book it"
+    assert stored is not None and len(json.loads(stored)["turns"]) == 1  # no record per retry
+
+
+def test_a_retry_answered_202_reads_the_original_turn_at_its_own_location(tmp_path: Path) -> None:
+    def slow(messages, options):
+        time.sleep(0.4)
+        return default_reply(messages, len(client.calls))
+
+    client = ScriptedChatClient(slow)
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    key = {"Idempotency-Key": "later-read"}
+    try:
+        first = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
+        retry = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
+        running.wait_idle()
+        location = retry.headers["location"].split("/api/", 1)[1]
+        read = running.request("GET", f"/api/{location}")
+    finally:
+        running.stop()
+
+    assert first.status == retry.status == 202
+    assert retry.json()["turnId"] != first.json()["turnId"]  # each request names its own id for its key
+    assert read.status == 200
+    assert read.json()["turnId"] == first.json()["turnId"] and read.json()["text"] == "reply 1: once"
+    assert len(client.calls) == 1
