@@ -116,12 +116,13 @@ def apply(backend: str, root: Path = ROOT) -> str:
     if backend == AZURE_STORAGE:
         return f"host.json: Azure Storage, the checked-in file{note}."
     host_json = root / HOST_JSON
-    original = host_json.read_text(encoding="utf-8")
+    # Bytes, not text: `restore` must give back the very file, line endings included (text mode would not on Windows).
+    original = host_json.read_bytes()
     updated = scheduler_host_json(json.loads(original))
     saved = root / SAVED_HOST_JSON
     saved.parent.mkdir(parents=True, exist_ok=True)
-    saved.write_text(original, encoding="utf-8")
-    host_json.write_text(json.dumps(updated, indent=2) + "\n", encoding="utf-8")
+    saved.write_bytes(original)
+    host_json.write_bytes((json.dumps(updated, indent=2) + "\n").encode("utf-8"))
     return (
         f"host.json: Durable Task Scheduler ({SCHEDULER_CONNECTION_SETTING}){note}; the checked-in file is in "
         f"{SAVED_HOST_JSON.as_posix()} until `durable_backend.py restore`."

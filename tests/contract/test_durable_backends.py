@@ -122,8 +122,10 @@ def test_the_hook_writes_the_scheduler_host_json_and_changes_nothing_else(tmp_pa
     assert "Durable Task Scheduler" in result.stdout
 
 
-def test_restore_puts_the_checked_in_host_json_back_byte_for_byte(tmp_path: Path) -> None:
+@pytest.mark.parametrize("line_ending", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_restore_puts_the_checked_in_host_json_back_byte_for_byte(tmp_path: Path, line_ending: str) -> None:
     app = copy_app(tmp_path)
+    (app / "host.json").write_bytes((app / "host.json").read_bytes().replace(b"\n", line_ending.encode()))
     original = (app / "host.json").read_bytes()
     assert run_hook(app, "apply", SCHEDULER).returncode == 0
 
