@@ -1,5 +1,6 @@
-// agent-host on Azure: a Flex Consumption function app that signs in to storage and Azure OpenAI with a
-// user-assigned managed identity. No keys are created for, or stored in, the app's settings.
+// agent-host on Azure: a Flex Consumption function app that signs in to storage, Azure OpenAI and (when chosen)
+// the Durable Task Scheduler with a user-assigned managed identity. No keys are created for, or stored in, the
+// app's settings. `durableBackend` (azd: DURABLE_BACKEND) picks where Durable Functions keeps the conversations.
 targetScope = 'subscription'
 
 @minLength(1)
@@ -56,9 +57,40 @@ param taskHubName string = 'agenthost'
 ])
 param retentionMode string = 'auto'
 
-@description('Default byte budget of one conversation (AGENT_HOST_MAX_STATE_BYTES).')
+@description('Default byte budget of one conversation (AGENT_HOST_MAX_STATE_BYTES). 600 KiB leaves a turn room under the 1 MB cap of the Durable Task Scheduler (docs/scaling.md).')
 @minValue(65536)
-param maxStateBytes int = 1048576
+param maxStateBytes int = 614400
+
+@description('Durable Functions backend: azureStorage (the storage account) or durableTaskScheduler (a managed scheduler). The azd prepackage hook deploys the matching host.json.')
+@allowed([
+  'azureStorage'
+  'durableTaskScheduler'
+])
+param durableBackend string = 'azureStorage'
+
+@description('Billing SKU of the Durable Task Scheduler (durableTaskScheduler backend only).')
+@allowed([
+  'Consumption'
+  'Dedicated'
+])
+param durableTaskSchedulerSku string = 'Consumption'
+
+@description('Capacity units of a Dedicated scheduler: 1-3, and 3 for high availability.')
+@minValue(1)
+@maxValue(3)
+param durableTaskSchedulerCapacity int = 1
+
+@description('Region of the Durable Task Scheduler; defaults to location (the same region keeps the app close to it).')
+param durableTaskSchedulerLocation string = ''
+
+@description('IP ranges that may reach the scheduler. Flex Consumption has no fixed outbound address, so all by default; every call still needs the Durable Task Data Contributor role.')
+param durableTaskSchedulerIpAllowlist array = [
+  '0.0.0.0/0'
+]
+
+@description('Always-ready instances of the Flex Consumption durable group (entity triggers); 0 lets it scale to zero.')
+@minValue(0)
+param durableAlwaysReadyInstances int = 1
 
 @description('Most instances the app scales out to.')
 @minValue(40)
@@ -80,6 +112,7 @@ var resourceToken = toLower(uniqueString(subscription().id, environmentName, loc
 var tags = {
   'azd-env-name': environmentName
 }
+var useScheduler = durableBackend == 'durableTaskScheduler'
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
   name: 'rg-${environmentName}'
@@ -138,6 +171,22 @@ module openAi 'modules/openai.bicep' = {
   }
 }
 
+module scheduler 'modules/scheduler.bicep' = if (useScheduler) {
+  name: 'scheduler'
+  scope: rg
+  params: {
+    name: 'dts-${resourceToken}'
+    location: empty(durableTaskSchedulerLocation) ? location : durableTaskSchedulerLocation
+    tags: tags
+    taskHubName: taskHubName
+    skuName: durableTaskSchedulerSku
+    capacity: durableTaskSchedulerCapacity
+    ipAllowlist: durableTaskSchedulerIpAllowlist
+    appPrincipalId: identity.outputs.principalId
+    developerPrincipalId: principalId
+  }
+}
+
 module functionApp 'modules/functionapp.bicep' = {
   name: 'functionapp'
   scope: rg
@@ -160,6 +209,8 @@ module functionApp 'modules/functionapp.bicep' = {
     taskHubName: taskHubName
     retentionMode: retentionMode
     maxStateBytes: maxStateBytes
+    durableAlwaysReadyInstances: durableAlwaysReadyInstances
+    schedulerEndpoint: useScheduler ? scheduler.outputs.endpoint : ''
   }
 }
 
@@ -171,3 +222,6 @@ output AZURE_FUNCTION_URL string = functionApp.outputs.url
 output AZURE_OPENAI_ENDPOINT string = openAi.outputs.endpoint
 output AZURE_OPENAI_CHAT_MODEL string = openAi.outputs.chatDeploymentName
 output TASKHUB_NAME string = taskHubName
+output DURABLE_BACKEND string = durableBackend
+output DURABLE_TASK_SCHEDULER_ENDPOINT string = useScheduler ? scheduler.outputs.endpoint : ''
+output DURABLE_TASK_SCHEDULER_DASHBOARD_URL string = useScheduler ? scheduler.outputs.dashboardUrl : ''

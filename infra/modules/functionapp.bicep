@@ -1,5 +1,6 @@
 // The Flex Consumption plan and the Python function app. Every connection is identity-based: the app
-// settings hold endpoints and the identity's client id, never a key or a connection string with a secret.
+// settings hold endpoints and the identity's client id, never a key or a connection string with a secret
+// (the Durable Task Scheduler's connection string names its endpoint and the identity, nothing else).
 // Flex Consumption sets the runtime in functionAppConfig; it refuses FUNCTIONS_WORKER_RUNTIME and
 // FUNCTIONS_EXTENSION_VERSION as app settings.
 
@@ -57,6 +58,44 @@ param retentionMode string
 @description('Default byte budget of one conversation.')
 param maxStateBytes int
 
+@description('Always-ready instances of the durable group (entity, orchestration and activity triggers); 0 for none.')
+param durableAlwaysReadyInstances int
+
+@description('Endpoint of the Durable Task Scheduler the app runs on; empty when it runs on Azure Storage.')
+param schedulerEndpoint string
+
+// Flex Consumption scales Durable triggers as one group, `durable`; an always-ready instance there keeps the first
+// turn after a quiet spell from waiting for a cold start (the Durable Functions guidance for this plan).
+var alwaysReady = durableAlwaysReadyInstances > 0 ? [
+  {
+    name: 'durable'
+    instanceCount: durableAlwaysReadyInstances
+  }
+] : []
+
+// The settings of every deployment.
+var baseSettings = {
+  AzureWebJobsStorage__credential: 'managedidentity'
+  AzureWebJobsStorage__clientId: identityClientId
+  AzureWebJobsStorage__blobServiceUri: storageEndpoints.blob
+  AzureWebJobsStorage__queueServiceUri: storageEndpoints.queue
+  AzureWebJobsStorage__tableServiceUri: storageEndpoints.table
+  APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsightsConnectionString
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+  AZURE_CLIENT_ID: identityClientId
+  AZURE_OPENAI_ENDPOINT: openAiEndpoint
+  AZURE_OPENAI_CHAT_MODEL: chatDeploymentName
+  TASKHUB_NAME: taskHubName
+  AGENT_HOST_RETENTION_MODE: retentionMode
+  AGENT_HOST_MAX_STATE_BYTES: string(maxStateBytes)
+}
+
+// The scheduler connection, identity-based (endpoint, managed identity, its client id). The deployed host.json names
+// this setting (storageProvider.connectionStringName) when infra/hooks/durable_backend.py packages the app for it.
+var schedulerSettings = {
+  DURABLE_TASK_SCHEDULER_CONNECTION_STRING: 'Endpoint=${schedulerEndpoint};Authentication=ManagedIdentity;ClientID=${identityClientId}'
+}
+
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: planName
   location: location
@@ -102,6 +141,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
       scaleAndConcurrency: {
         maximumInstanceCount: maximumInstanceCount
         instanceMemoryMB: instanceMemoryMB
+        alwaysReady: alwaysReady
       }
       runtime: {
         name: 'python'
@@ -112,21 +152,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
 
   resource appSettings 'config' = {
     name: 'appsettings'
-    properties: {
-      AzureWebJobsStorage__credential: 'managedidentity'
-      AzureWebJobsStorage__clientId: identityClientId
-      AzureWebJobsStorage__blobServiceUri: storageEndpoints.blob
-      AzureWebJobsStorage__queueServiceUri: storageEndpoints.queue
-      AzureWebJobsStorage__tableServiceUri: storageEndpoints.table
-      APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsightsConnectionString
-      APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
-      AZURE_CLIENT_ID: identityClientId
-      AZURE_OPENAI_ENDPOINT: openAiEndpoint
-      AZURE_OPENAI_CHAT_MODEL: chatDeploymentName
-      TASKHUB_NAME: taskHubName
-      AGENT_HOST_RETENTION_MODE: retentionMode
-      AGENT_HOST_MAX_STATE_BYTES: string(maxStateBytes)
-    }
+    properties: empty(schedulerEndpoint) ? baseSettings : union(baseSettings, schedulerSettings)
   }
 }
 

@@ -65,11 +65,24 @@ class Declaration:
 
 @dataclass
 class Module:
-    """A `module` declaration: its symbol, the file it points at, and the params it passes."""
+    """A `module` declaration: its symbol, the file it points at, the params it passes, and its `if` condition."""
 
     name: str
     path: str
     params: dict[str, tree_sitter.Node] = field(default_factory=dict)
+    condition: str | None = None
+
+
+def _body(declaration: tree_sitter.Node) -> tuple[tree_sitter.Node, str | None]:
+    """The object a `module`/`resource` declares, and the condition of `= if (condition) {...}` (else None)."""
+    for child in declaration.children:
+        if child.type == "object":
+            return child, None
+        if child.type == "if_statement":
+            condition = next(part for part in child.children if part.type == "parenthesized_expression")
+            body = next(part for part in child.children if part.type == "object")
+            return body, _text(condition)[1:-1].strip()
+    raise ValueError(f"{_text(declaration)[:60]!r} declares no object")
 
 
 class BicepFile:
@@ -147,11 +160,36 @@ class BicepFile:
             if declaration.kind != "module":
                 continue
             path_node = declaration.node.children[2]
-            body = next(child for child in declaration.node.children if child.type == "object")
+            body, condition = _body(declaration.node)
             params_node = object_properties(body).get("params")
             params = object_properties(params_node) if params_node is not None else {}
-            modules.append(Module(declaration.name, string_value(path_node) or "", params))
+            modules.append(Module(declaration.name, string_value(path_node) or "", params, condition))
         return modules
+
+    def value(self, name: str) -> tree_sitter.Node:
+        """The value of a top-level `var` or `output`, or the default of a `param`.
+
+        Raises:
+            KeyError: nothing of that name has a value.
+        """
+        for declaration in self.declarations:
+            has_value = declaration.kind in ("var", "output") or (
+                declaration.kind == "param" and declaration.has_default
+            )
+            if declaration.name == name and has_value:
+                return declaration.node.children[-1]
+        raise KeyError(name)
+
+    def allowed_values(self, param: str) -> list[str]:
+        """The strings of a param's `@allowed([...])` decorator (empty when it has none)."""
+        declaration = next(d for d in self.declarations if d.kind == "param" and d.name == param)
+        decorators = declaration.node.prev_sibling
+        if decorators is None or decorators.type != "decorators":
+            return []
+        for node in _walk(decorators):
+            if node.type == "call_expression" and _text(node.child_by_field_name("function") or node) == "allowed":
+                return [value for n in _walk(node) if (value := string_value(n)) is not None]
+        return []
 
     def module_output_references(self) -> list[tuple[str, str]]:
         """`(module symbol, output name)` for every `symbol.outputs.name` in the file."""

@@ -145,7 +145,11 @@ def test_host_json_takes_the_task_hub_from_an_app_setting_and_uses_extension_bun
     config = load_json(HOST_JSON)
 
     assert config["extensions"]["durableTask"]["hubName"] == "%TASKHUB_NAME%"
-    assert config["extensionBundle"] == {"id": "Microsoft.Azure.Functions.ExtensionBundle", "version": "[4.*, 5.0.0)"}
+    # 4.32.0 is the first bundle with the Durable Task Scheduler provider; both backends deploy this bundle.
+    assert config["extensionBundle"] == {
+        "id": "Microsoft.Azure.Functions.ExtensionBundle",
+        "version": "[4.32.0, 5.0.0)",
+    }
 
 
 def test_local_settings_template_is_valid_against_the_published_schema() -> None:
