@@ -96,10 +96,16 @@ class ConversationClient:
         return await _poll(settled, timeout)
 
     async def wait_for_change(self, conversation_id: str, change_id: str, timeout: float) -> StoredState | None:
-        """Poll until the conversation acknowledges the change request `change_id`; returns that state, or None."""
+        """Poll until the conversation acknowledges the change request `change_id`; returns that state, or None.
+
+        State that cannot be read counts as not changed yet: a deletion is how a caller replaces it.
+        """
 
         async def applied() -> StoredState | None:
-            state = await self.read(conversation_id)
+            try:
+                state = await self.read(conversation_id)
+            except (StateCorruptError, StateVersionError):
+                return None
             return state if state is not None and change_id in state.get(APPLIED_CHANGES_KEY, ()) else None
 
         return await _poll(applied, timeout)

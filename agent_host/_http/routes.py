@@ -267,6 +267,7 @@ class Routes:
         agent, conversation_id = self._target(req)
         retention = json_body(req, RetentionRequest, self._settings.max_message_bytes, _RETENTION_SHAPE).stored()
         conversations = ConversationClient(client, agent.entity_name)
+        await conversations.read(conversation_id)  # state that cannot be read is refused (422) before any change
         change_id = secrets.token_hex(8)
         await conversations.signal(
             conversation_id, SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention}

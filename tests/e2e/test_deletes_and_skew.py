@@ -1,0 +1,147 @@
+"""Deletes racing turns, concurrent retention changes, and clocks that disagree: each answer is definite.
+
+A DELETE takes effect after the turns queued before it (the durable queue is first in, first out): they run,
+and are deleted with the conversation; their ids then read 404 conversation_not_found, never "pending".
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from clocks import ManualClock
+from conftest import ScriptedChatClient, build_app, default_reply, make_agent
+from hosting import RunningHost
+
+BASE = "/api/agents/assistant/conversations"
+
+
+class GatedChatClient(ScriptedChatClient):
+    """A model whose calls wait until the test opens the gate (or the gate of their message's text)."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.gates: dict[str, threading.Event] = {}
+        super().__init__(self._answer)
+
+    def hold(self, text: str) -> threading.Event:
+        self.gates[text] = threading.Event()
+        return self.gates[text]
+
+    def _answer(self, messages, options):
+        self.gates.get(messages[-1].text or "", self.gate).wait(10)
+        return default_reply(messages, len(self.calls))
+
+
+def wait_for(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_completed_turn_of_a_deleted_conversation_reads_404_not_pending(scripted_host) -> None:
+    running, _ = scripted_host
+    turn = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"}).json()["turnId"]
+
+    deleted = running.request("DELETE", f"{BASE}/c1")
+    read = running.request("GET", f"{BASE}/c1/turns/{turn}")
+
+    assert deleted.status == 204
+    assert read.status == 404
+    assert read.json()["error"]["code"] == "conversation_not_found"
+    assert "was deleted" in read.json()["error"]["message"]
+
+
+def test_turns_queued_before_a_delete_run_first_and_are_deleted_with_the_conversation(tmp_path: Path) -> None:
+    client = GatedChatClient()
+    client.gate.set()
+    release = client.hold("first")
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    try:
+        running.request("POST", f"{BASE}/c1/turns", {"message": "setup"})
+        running.request("POST", f"{BASE}/c1/turns", {"message": "first", "wait": False})
+        queued = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "wait": False})
+        wait_for(lambda: len(client.calls) == 2)
+        with ThreadPoolExecutor(1) as pool:
+            delete = pool.submit(running.request, "DELETE", f"{BASE}/c1")
+            time.sleep(0.3)
+            assert not delete.done()  # the delete waits for the turns queued before it
+            release.set()
+            deleted = delete.result(30)
+        read = running.request("GET", f"{BASE}/c1/turns/{queued.json()['turnId']}")
+        conversation = running.request("GET", f"{BASE}/c1")
+        again = running.request("POST", f"{BASE}/c1/turns", {"message": "third"})
+    finally:
+        release.set()
+        running.stop()
+
+    assert deleted.status == 204
+    assert len(client.calls) == 4  # both queued turns ran, then the new one
+    assert (read.status, read.json()["error"]["code"]) == (404, "conversation_not_found")
+    assert conversation.status == 404
+    assert again.status == 200 and again.json()["text"] == "reply 4: third"
+    assert [m.text for m in client.calls[-1]] == ["third"]  # a new conversation: nothing before it
+
+
+def test_a_delete_during_the_first_turn_leaves_no_conversation_behind(tmp_path: Path) -> None:
+    client = GatedChatClient()
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    try:
+        first = running.request("POST", f"{BASE}/c1/turns", {"message": "first", "wait": False})
+        wait_for(lambda: len(client.calls) == 1)
+        deleted = running.request("DELETE", f"{BASE}/c1")  # nothing stored yet
+        client.gate.set()
+        running.wait_idle()
+        conversation = running.request("GET", f"{BASE}/c1")
+        read = running.request("GET", f"{BASE}/c1/turns/{first.json()['turnId']}")
+    finally:
+        running.stop()
+
+    assert (deleted.status, deleted.json()["error"]["code"]) == (404, "conversation_not_found")
+    assert conversation.status == 404  # the first turn ran, then the deletion queued after it
+    assert (read.status, read.json()["error"]["code"]) == (404, "conversation_not_found")
+
+
+def test_two_concurrent_retention_changes_both_answer_200_with_what_they_applied(scripted_host) -> None:
+    running, _ = scripted_host
+    running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
+    bodies = [{"mode": "keep_all", "maxStateBytes": 65536}, {"mode": "follow_compaction", "maxStateBytes": 131072}]
+
+    with ThreadPoolExecutor(2) as pool:
+        replies = list(pool.map(lambda body: running.request("PUT", f"{BASE}/c1/retention", body), bodies))
+    final = running.request("GET", f"{BASE}/c1").json()["retention"]
+
+    assert [reply.status for reply in replies] == [200, 200]
+    for reply, body in zip(replies, bodies, strict=True):
+        assert {key: reply.json()["applied"][key] for key in body} == body
+    assert {key: final[key] for key in ("mode", "maxStateBytes")} in bodies
+
+
+def test_a_queued_turn_stays_pending_when_the_clock_steps_back(tmp_path: Path) -> None:
+    # A turn issued 5 s "before" a turn that already finished (a clock stepped back, or another instance's clock)
+    # is still queued, not unknown.
+    clock = ManualClock(1_800_000_000_000)
+    client = GatedChatClient()
+    client.gate.set()
+    release_ahead, release_behind = client.hold("ahead"), client.hold("behind")
+    running = RunningHost(lambda: build_app(make_agent(client), clock=clock), tmp_path)
+    try:
+        ahead = running.request("POST", f"{BASE}/c1/turns", {"message": "ahead", "wait": False}).json()["turnId"]
+        clock.advance(-5)
+        behind = running.request("POST", f"{BASE}/c1/turns", {"message": "behind", "wait": False}).json()["turnId"]
+        release_ahead.set()
+        wait_for(lambda: running.request("GET", f"{BASE}/c1/turns/{ahead}").status == 200)
+        while_queued = running.request("GET", f"{BASE}/c1/turns/{behind}")  # "behind" waits on the model
+        release_behind.set()
+        running.wait_idle()
+        done = running.request("GET", f"{BASE}/c1/turns/{behind}")
+    finally:
+        release_ahead.set()
+        release_behind.set()
+        running.stop()
+
+    assert while_queued.status == 202 and while_queued.json()["status"] == "pending"
+    assert done.status == 200 and done.json()["text"].endswith("behind")
