@@ -1,10 +1,14 @@
-"""A replayer for demo.http: the REST Client file format as far as demo.http uses it."""
+"""Our own replayer for demo.http: VS Code REST Client's file format, as far as demo.http uses it.
+
+It reads file variables, `# @name` requests, their `{{name.response.body.<JSONPath>}}` references and the
+`# @expect` lines, and resolves variables in REST Client's order (a response reference before a file variable).
+It knows no other client's syntax: tests/e2e/test_demo_http_httpyac.py runs the same file with httpyac.
+"""
 
 from __future__ import annotations
 
 import re
 import shlex
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,10 +18,17 @@ from hosting import Reply, RunningHost
 
 ROOT = Path(__file__).resolve().parents[1]
 _VARIABLE = re.compile(r"\{\{\s*([^}]+?)\s*\}\}")
+_FILE_VARIABLE = re.compile(r"\s*@([^\s=]+)\s*=\s*(.*?)\s*$")
+_COMMENT = re.compile(r"\s*(#|//)")
+_METADATA = re.compile(r"\s*(?:#|//)\s*@(name|expect)\s+(.*?)\s*$")
+_RESPONSE_REFERENCE = re.compile(r"(\w+)\.response\.body\.(\$.*)")
+_JSON_PATH_STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 
 
 @dataclass
 class DemoRequest:
+    """One request of the file: its `###` title, `# @name`, request line, headers, body and `# @expect` line."""
+
     title: str
     name: str | None
     method: str
@@ -28,48 +39,62 @@ class DemoRequest:
 
 
 def parse_http_file(path: Path) -> tuple[dict[str, str], list[DemoRequest]]:
-    """Variables and requests of a REST Client file (only what demo.http uses)."""
-    variables: dict[str, str] = {}
+    """The file variables and the requests of a REST Client file.
+
+    As in REST Client, a file variable may stand anywhere and the last definition wins, and comment lines are
+    left out of the request wherever they stand.
+    """
+    text = path.read_text(encoding="utf-8")
+    variables = {match.group(1): match.group(2) for match in map(_FILE_VARIABLE.match, text.splitlines()) if match}
     requests: list[DemoRequest] = []
-    for block in path.read_text(encoding="utf-8").split("\n###"):
-        lines = block.strip("\n").splitlines()
-        title = lines[0].strip("# ").strip() if lines else ""
-        name, expect, request_line, headers, body_lines = None, {}, None, {}, []
-        in_body = False
-        for line in lines[1:] if block is not lines else lines:
-            if request_line is None:
-                if match := re.match(r"@(\w+)\s*=\s*(.*)", line):
-                    variables[match.group(1)] = match.group(2).strip()
-                elif match := re.match(r"#\s*@name\s+(\w+)", line):
-                    name = match.group(1)
-                elif match := re.match(r"#\s*@expect\s+(.*)", line):
-                    expect = dict(part.split("=", 1) for part in shlex.split(match.group(1)))
-                elif re.match(r"(GET|POST|PUT|DELETE|PATCH) ", line):
-                    request_line = line
-            elif not in_body and line.strip() == "":
-                in_body = True
-            elif not in_body:
-                key, value = line.split(":", 1)
-                headers[key.strip()] = value.strip()
+    for block in re.split(r"^###", text, flags=re.MULTILINE)[1:]:
+        title, *lines = block.splitlines()
+        metadata: dict[str, str] = {}
+        request_lines: list[str] = []
+        for line in lines:
+            if match := _METADATA.match(line):
+                metadata[match.group(1)] = match.group(2)
+            elif _COMMENT.match(line) or (not request_lines and (_FILE_VARIABLE.match(line) or not line.strip())):
+                continue
             else:
-                body_lines.append(line)
-        if request_line is not None:
-            method, url = request_line.split(" ", 1)
-            requests.append(
-                DemoRequest(title, name, method, url.strip(), headers, "\n".join(body_lines).strip(), expect)
-            )
+                request_lines.append(line)
+        if request_lines:
+            requests.append(_parse_request(title.strip(), metadata, request_lines))
     return variables, requests
 
 
+def _parse_request(title: str, metadata: dict[str, str], lines: list[str]) -> DemoRequest:
+    """A request from its lines: the request line, headers up to the first blank line, then the body."""
+    method, url = lines[0].split(" ", 1)
+    blank = next((index for index, line in enumerate(lines) if not line.strip()), len(lines))
+    headers = {name.strip(): value.strip() for name, value in (line.split(":", 1) for line in lines[1:blank])}
+    expect = dict(part.split("=", 1) for part in shlex.split(metadata.get("expect", "")))
+    body = "\n".join(lines[blank + 1 :]).strip()
+    return DemoRequest(title, metadata.get("name"), method, url.strip(), headers, body, expect)
+
+
+def read_json_path(data: Any, path: str) -> Any:
+    """The value at a JSONPath of member (`.name`) and index (`[0]`) steps, such as `$.approvalRequests[0].id`.
+
+    Raises:
+        ValueError: the path uses JSONPath syntax beyond those steps.
+    """
+    steps = path[1:]
+    if not path.startswith("$") or "".join(match.group(0) for match in _JSON_PATH_STEP.finditer(steps)) != steps:
+        raise ValueError(f"JSONPath {path!r} is not `$` followed by .member and [index] steps.")
+    for match in _JSON_PATH_STEP.finditer(steps):
+        member, index = match.groups()
+        data = data[int(index)] if index is not None else data[member]
+    return data
+
+
 def substitute(text: str, variables: dict[str, str], named: dict[str, Reply]) -> str:
+    """`text` with every `{{...}}` resolved: a response reference first, as REST Client does, then a file variable."""
+
     def value(match: re.Match[str]) -> str:
         expression = match.group(1)
-        if ".response.body.$." in expression:
-            name, path = expression.split(".response.body.$.")
-            data: Any = named[name].json()
-            for part in path.split("."):
-                data = data[int(part)] if isinstance(data, list) else data[part]
-            return str(data)
+        if (reference := _RESPONSE_REFERENCE.fullmatch(expression)) and reference.group(1) in named:
+            return str(read_json_path(named[reference.group(1)].json(), reference.group(2)))
         return substitute(variables[expression], variables, named)
 
     return _VARIABLE.sub(value, text)
@@ -86,11 +111,7 @@ def replay_demo(running: RunningHost, *, key: str = "local") -> dict[str, Reply]
         path = f"{url.path}?{url.query}" if url.query else url.path
         headers = {k: substitute(v, variables, named) for k, v in request.headers.items()}
         body = substitute(request.body, variables, named).encode() or None
-        for _ in range(int(request.expect.get("retry", "1"))):
-            reply = running.request(request.method, path, raw=body, headers=headers)
-            if reply.status == int(request.expect.get("status", "200")):
-                break
-            time.sleep(0.1)
+        reply = running.request(request.method, path, raw=body, headers=headers)
         assert reply.status == int(request.expect["status"]), (request.title, reply.body)
         if "contains" in request.expect:
             assert request.expect["contains"] in reply.body.decode(), (request.title, reply.body)

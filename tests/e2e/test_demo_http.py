@@ -1,13 +1,12 @@
-"""Replays every request of demo.http against the local host running the template's function_app.py."""
+"""Replays every request of demo.http with our own replayer against the local host running function_app.py."""
 
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
 
-from demo_replay import ROOT, replay_demo
+from demo_replay import ROOT, parse_http_file, replay_demo
 from hosting import RunningHost
 
 
@@ -20,5 +19,10 @@ def test_every_request_in_demo_http_works_against_the_local_host(tmp_path: Path,
     finally:
         running.stop()
 
-    assert len(replies) >= 12
-    assert json.loads(replies["Start a turn without waiting: 202 and a Location to poll"].body)["status"] == "pending"
+    _, requests = parse_http_file(ROOT / "demo.http")
+    assert len(replies) == len(requests) == 24
+    started = replies["Start a turn without waiting: 202 and a Location to poll"].json()
+    polled = next(reply.json() for title, reply in replies.items() if title.startswith("Poll the first turn"))
+    assert started["status"] == "pending"
+    assert polled["turnId"] == started["turnId"]
+    assert polled["text"] == "[offline model] Your favourite color is teal."
