@@ -17,7 +17,9 @@ KEEP_ALL: RetentionModeName = "keep_all"
 FOLLOW_COMPACTION: RetentionModeName = "follow_compaction"
 # The smallest budget: an empty conversation with a few turn receipts alone takes a few hundred bytes.
 MIN_STATE_BYTES = 4096
-DEFAULT_MAX_STATE_BYTES = 1024 * 1024
+# 600 KiB: with a 32 KiB message escaped seven-fold in the signal and one answer over budget, an operation stays
+# under the Durable Task Scheduler's 1 MB cap on entity state and inputs (docs/scaling.md has the arithmetic).
+DEFAULT_MAX_STATE_BYTES = 600 * 1024
 
 
 class RetentionSettings(BaseModel):

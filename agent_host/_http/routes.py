@@ -77,7 +77,7 @@ DELETE_WAIT_SECONDS = 30.0
 # whether an unknown turn id may still be queued goes.
 CLOCK_SKEW_TOLERANCE_MS = 60_000
 _TURN_SHAPE = '{"message": "..."}'
-_RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 1048576}'
+_RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
 
 
 class Routes:
