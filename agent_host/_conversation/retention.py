@@ -177,18 +177,19 @@ def retain_after_turn(
 ) -> tuple[StoredState, str]:
     """The state to commit after a turn, and its exact encoding.
 
-    A completed turn is followed by the conversation's retention (`enforce_retention`); a turn refused for
-    capacity leaves the conversation reporting why, so a reader of the conversation sees it too; any other
-    failed turn changes nothing here.
+    A completed turn is followed by the conversation's retention (`enforce_retention`). A failed turn only adds
+    its receipt, which is held to the receipts' share like any other; a turn refused for capacity also leaves the
+    conversation reporting why, so a reader of the conversation sees it too.
     """
     if turn["status"] == "completed":
         outcome = enforce_retention(state, now_ms=now_ms, text=text, receipts=receipts)
         return outcome.state, outcome.text
+    new = state
     error = turn.get("error") or {}
     if error.get("code") == StateCapacityExceededError.codes[0] and state.get(CAPACITY_ERROR_KEY) != error:
-        reported = {**state, CAPACITY_ERROR_KEY: dict(error)}
-        return reported, encode_state(reported)
-    return state, text
+        new = {**state, CAPACITY_ERROR_KEY: dict(error)}
+    new, _ = _bound_receipts(new, receipts, text=None if new is not state else text)
+    return (new, text) if new is state else (new, encode_state(new))
 
 
 def enforce_retention(
@@ -221,10 +222,8 @@ def enforce_retention(
             new, gone = _without(state, set(followed), receipts, now_ms)
             expired += gone
 
-    share = math.floor(budget * RECEIPT_SHARE)
-    if _receipt_bytes(new) > share:
-        new, gone = _trim_receipts(new, receipts, share)
-        expired += gone
+    new, gone = _bound_receipts(new, receipts, text=text if new is state else None)
+    expired += gone
     if new is not state:
         text = encode_state(new)
         size = _utf8_len(text)
@@ -272,6 +271,23 @@ def enforce_retention(
     if error is not None and error != state.get(CAPACITY_ERROR_KEY):
         logger.warning("Conversation %s: %s", state.get(CONVERSATION_ID_KEY, "?"), error["message"])
     return RetentionOutcome(new, text, size, tuple(evicted), tuple(followed), tuple(expired))
+
+
+def _bound_receipts(state: StoredState, receipts: Receipts, *, text: str | None) -> tuple[StoredState, list[str]]:
+    """Receipts held to their share of the budget and, since `keep_all` evicts no message, to what the budget
+    leaves them after the conversation. `text` is the encoding of `state`, when known."""
+    settings = retention_of(state)
+    share = math.floor(settings.max_state_bytes * RECEIPT_SHARE)
+    expired: list[str] = []
+    if _receipt_bytes(state) > share:
+        state, expired = _trim_receipts(state, receipts, share)
+        text = None
+    if settings.mode == KEEP_ALL:
+        size = _utf8_len(text if text is not None else encode_state(state))
+        if size > settings.max_state_bytes:
+            state, more = _trim_receipts(state, receipts, settings.max_state_bytes, size=size)
+            expired += more
+    return state, expired
 
 
 def _receipt_bytes(state: StoredState) -> int:

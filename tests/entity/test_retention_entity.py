@@ -109,8 +109,9 @@ def test_the_same_conversation_under_keep_all_grows_past_the_budget_and_is_then_
     assert "'auto' or 'follow_compaction'" in record["error"]["message"]
     assert model_calls == 0  # refused before the model ran
     old, new = json.loads(before), json.loads(after)
-    for key in ("messages", "session", "turnCount", "truncation", "retention"):
+    for key in ("messages", "session", "turnCount", "retention"):
         assert new.get(key) == old.get(key), key
+    # Its own receipt may push an older one out (receipts are held within the budget too); no message goes.
     assert new["truncation"]["evictedMessages"] == 0  # keep_all never deletes a message
     assert new["capacityError"] == record["error"]  # the conversation reports why it is stuck
 

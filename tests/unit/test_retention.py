@@ -17,6 +17,7 @@ from agent_host._conversation.retention import (
     apply_retention_settings,
     enforce_retention,
     make_room_for_turn,
+    retain_after_turn,
     state_bytes,
 )
 from agent_host._conversation.state import decode_state, encode_state, new_state
@@ -475,3 +476,19 @@ def test_new_settings_clear_a_capacity_error_the_state_no_longer_has() -> None:
     assert "capacityError" not in roomy and roomy["retention"]["maxStateBytes"] == 1_000_000
     assert still_tight["capacityError"]["message"] == "over" and still_tight["retention"]["mode"] == "auto"
     assert state["retention"]["mode"] == "keep_all"  # the input is not modified
+
+
+def test_a_refused_keep_all_turn_pushes_older_receipts_out_rather_than_the_state_over_its_budget() -> None:
+    records = [record for number in range(20) for record in exchange(number)]
+    state = state_of(records, mode="keep_all")
+    state["turns"] = {f"t{n}": receipt(records[2 * n + 1], copy_answer=False) for n in range(20)}
+    with_budget(state, state_bytes(state) + 100)
+    refusal = {"status": "failed", "error": {"code": "state_capacity_exceeded", "message": "x" * 300}, "at": LATER}
+    refused = {**state, "turns": {**state["turns"], "t20": refusal}}
+
+    kept, text = retain_after_turn(refused, refusal, now_ms=LATER, text=encode_state(refused), receipts=RECEIPTS)
+
+    assert len(text.encode()) <= kept["retention"]["maxStateBytes"]
+    assert kept["messages"] == records and kept["turns"]["t20"] == refusal
+    assert kept["expiredTurns"] == [f"t{n}" for n in range(len(kept["expiredTurns"]))] != []
+    assert kept["capacityError"] == refusal["error"]
