@@ -20,8 +20,9 @@ from aiohttp import web
 
 from .._clock import SYSTEM_CLOCK
 from .durable_api import DurableWebhookApi
+from .functions import discover_functions
 from .scheduler import EntityScheduler
-from .server import LocalHttpServer, discover_functions
+from .server import LocalHttpServer
 from .store import EntityStore, Signal
 
 __all__ = ["EntityScheduler", "EntityStore", "LocalHost", "Signal", "run_local_host"]

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import json
 import logging
 
 from aiohttp import web
 
+from .errors import error_response
 from .scheduler import EntityScheduler
 from .store import EntityStore
 
@@ -20,22 +20,6 @@ logger = logging.getLogger(__name__)
 
 WEBHOOK_SEGMENTS: tuple[str, ...] = ("runtime", "webhooks", "durabletask")
 """Path segments (after the host) under which the webhook API lives."""
-
-
-def error_response(status: int, code: str, message: str, *, headers: dict[str, str] | None = None) -> web.Response:
-    """Build the JSON error body every local-host error uses.
-
-    Args:
-        status: HTTP status code.
-        code: Machine-readable error code.
-        message: Human-readable explanation.
-        headers: Extra response headers.
-
-    Returns:
-        A response with body ``{"error": {"code": code, "message": message}}``.
-    """
-    body = json.dumps({"error": {"code": code, "message": message}})
-    return web.Response(status=status, text=body, content_type="application/json", headers=headers)
 
 
 class DurableWebhookApi:

@@ -1,4 +1,4 @@
-"""The local host's HTTP side: discovering the app's functions and serving its HTTP triggers with aiohttp.
+"""The local host's HTTP side: serving the app's HTTP triggers with aiohttp.
 
 Requests are matched against the functions' route templates, checked for the function key, turned into
 ``azure.functions.HttpRequest`` objects and handed to the user functions, as the Functions host would.
@@ -7,7 +7,6 @@ Requests are matched against the functions' route templates, checked for the fun
 from __future__ import annotations
 
 import asyncio
-import enum
 import hmac
 import inspect
 import json
@@ -15,246 +14,25 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote
 
 import azure.functions as func
 from aiohttp import web
 from multidict import CIMultiDict
 
-from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi, error_response
-from .scheduler import EntityFunction
+from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
+from .errors import error_response
+from .functions import HttpRoute
+from .route_template import split_path
 
 logger = logging.getLogger(__name__)
 
 MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024
 """Largest request body the local host accepts; the app enforces its own, smaller limits."""
 
-DEFAULT_TASK_HUB = "LocalHub"
-"""Task hub name handed to durable clients whose binding does not name one."""
-
 _KEYED_AUTH_LEVELS = frozenset({"function", "admin"})
 _DROPPED_RESPONSE_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
-
-
-class _SegmentKind(enum.IntEnum):
-    """Kinds of route template segments; the value is the specificity rank (lower wins)."""
-
-    LITERAL = 0
-    PARAMETER = 1
-    OPTIONAL = 2
-    CATCH_ALL = 3
-
-
-@dataclass(frozen=True)
-class _Segment:
-    """One ``/``-separated piece of a route template."""
-
-    kind: _SegmentKind
-    text: str
-    default: str | None = None
-
-
-class RouteTemplate:
-    """A Functions route template such as ``agents/{agent}/turns/{turnId?}``.
-
-    Supported: literal segments (case-insensitive), ``{name}``, optional ``{name?}``, defaults ``{name=value}``,
-    constraints ``{name:alpha}`` (the constraint is ignored) and a trailing catch-all ``{*name}``.
-    """
-
-    def __init__(self, template: str) -> None:
-        """Parse a template.
-
-        Args:
-            template: The route as given to ``@app.route``; leading and trailing slashes are ignored.
-        """
-        self.template = template.strip("/")
-        self.segments: list[_Segment] = [_parse_segment(s) for s in self.template.split("/")] if self.template else []
-        self.rank: tuple[int, ...] = tuple(int(s.kind) for s in self.segments)
-
-    def match(self, path: list[str]) -> dict[str, str] | None:
-        """Match decoded path segments.
-
-        Args:
-            path: Percent-decoded segments after the route prefix.
-
-        Returns:
-            The route parameters, or None when the path does not match.
-        """
-        params: dict[str, str] = {}
-        for index, segment in enumerate(self.segments):
-            if segment.kind is _SegmentKind.CATCH_ALL:
-                rest = "/".join(path[index:])
-                if rest:
-                    params[segment.text] = rest
-                return params
-            if index >= len(path):
-                for missing in self.segments[index:]:
-                    if missing.kind is _SegmentKind.LITERAL or missing.kind is _SegmentKind.PARAMETER:
-                        return None
-                    if missing.default is not None:
-                        params[missing.text] = missing.default
-                return params
-            value = path[index]
-            if segment.kind is _SegmentKind.LITERAL:
-                if value.lower() != segment.text:
-                    return None
-            elif not value:
-                return None
-            else:
-                params[segment.text] = value
-        return params if len(path) <= len(self.segments) else None
-
-
-def _parse_segment(raw: str) -> _Segment:
-    """Parse one template segment.
-
-    Args:
-        raw: The segment text.
-
-    Returns:
-        The parsed segment; anything not wrapped in braces is a literal.
-    """
-    if not (raw.startswith("{") and raw.endswith("}")):
-        return _Segment(_SegmentKind.LITERAL, raw.lower())
-    inner = raw[1:-1]
-    catch_all = inner.startswith("*")
-    inner = inner.lstrip("*")
-    optional = inner.endswith("?")
-    inner = inner.rstrip("?")
-    default: str | None = None
-    if "=" in inner:
-        inner, default = inner.split("=", 1)
-        optional = True
-    name = inner.split(":", 1)[0]
-    if catch_all:
-        return _Segment(_SegmentKind.CATCH_ALL, name)
-    return _Segment(_SegmentKind.OPTIONAL if optional else _SegmentKind.PARAMETER, name, default)
-
-
-@dataclass
-class HttpRoute:
-    """An HTTP-triggered function of the app and how to call it.
-
-    Attributes:
-        function_name: The function's name.
-        route: Its parsed route template.
-        methods: Allowed upper-case methods; None allows every method.
-        auth_level: ``anonymous``, ``function`` or ``admin``.
-        request_param: Parameter receiving the ``HttpRequest``.
-        client_param: Parameter receiving the durable client binding JSON, if the function has one.
-        task_hub: Task hub named by the durable client binding.
-        user_function: The callable to invoke (sync or async).
-        context_param: True when the function takes a ``context`` parameter that no binding fills.
-    """
-
-    function_name: str
-    route: RouteTemplate
-    methods: frozenset[str] | None
-    auth_level: str
-    request_param: str
-    client_param: str | None
-    task_hub: str
-    user_function: Callable[..., Any]
-    context_param: bool = False
-    is_async: bool = field(init=False)
-
-    def __post_init__(self) -> None:
-        """Note whether the function must be awaited or run on a thread."""
-        self.is_async = inspect.iscoroutinefunction(self.user_function)
-
-
-def _enum_text(value: Any) -> str:
-    """Render a value that may be an enum member or a plain string.
-
-    Args:
-        value: An enum member, string or None.
-
-    Returns:
-        The enum's value (or the string) as text.
-    """
-    if isinstance(value, enum.Enum):
-        value = value.value
-    return "" if value is None else str(value)
-
-
-def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRoute], dict[str, EntityFunction]]:
-    """Sort the app's functions into HTTP routes and entity functions.
-
-    Args:
-        functions: The result of ``app.get_functions()``.
-
-    Returns:
-        The HTTP routes and the entity functions keyed by lower-cased entity name.
-
-    Raises:
-        ValueError: If two entity functions share a name.
-    """
-    routes: list[HttpRoute] = []
-    entities: dict[str, EntityFunction] = {}
-    for function in functions:
-        name = function.get_function_name() or "function"
-        trigger = function.get_trigger()
-        trigger_dict: dict[str, Any] = trigger.get_dict_repr() if trigger is not None else {}
-        trigger_type = trigger_dict.get("type")
-        if trigger_type == "entityTrigger":
-            entity_name = (trigger_dict.get("entityName") or name).lower()
-            if entity_name in entities:
-                raise ValueError(f"two entity functions are named {entity_name!r}")
-            entities[entity_name] = function.get_user_function()
-        elif trigger_type == "httpTrigger":
-            routes.append(_http_route(name, function, trigger_dict))
-        else:
-            logger.warning("function %r has a %s trigger, which the local host does not run", name, trigger_type)
-    return routes, entities
-
-
-def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> HttpRoute:
-    """Describe one HTTP-triggered function.
-
-    Args:
-        name: Function name.
-        function: The function object.
-        trigger: Its trigger's dict representation.
-
-    Returns:
-        The route description.
-    """
-    request_param = str(trigger.get("name") or "req")
-    client_param: str | None = None
-    task_hub = DEFAULT_TASK_HUB
-    bound = {request_param}
-    for binding in function.get_bindings():
-        info = binding.get_dict_repr()
-        binding_type, binding_name = info.get("type"), str(info.get("name"))
-        if binding_type == "durableClient":
-            client_param = binding_name
-            task_hub = str(info.get("taskHub") or DEFAULT_TASK_HUB)
-            bound.add(binding_name)
-        elif binding_type not in ("httpTrigger", "http"):
-            logger.warning(
-                "function %r: the local host does not provide %s binding %r", name, binding_type, binding_name
-            )
-    methods_raw = trigger.get("methods")
-    methods = frozenset(_enum_text(m).upper() for m in methods_raw) if methods_raw else None
-    user_function = function.get_user_function()
-    try:
-        parameter_names = set(inspect.signature(user_function).parameters)
-    except (TypeError, ValueError):
-        parameter_names = set()
-    return HttpRoute(
-        function_name=name,
-        route=RouteTemplate(str(trigger.get("route") or name)),
-        methods=methods,
-        auth_level=_enum_text(trigger.get("authLevel") or "function").lower(),
-        request_param=request_param,
-        client_param=client_param,
-        task_hub=task_hub,
-        user_function=user_function,
-        context_param="context" in parameter_names and "context" not in bound,
-    )
 
 
 class _InvocationContext(func.Context):
@@ -300,21 +78,6 @@ class _InvocationContext(func.Context):
     def retry_context(self) -> Any:
         """Not provided locally; None."""
         return None
-
-
-def split_path(raw_path: str) -> list[str]:
-    """Split a raw URL path into percent-decoded segments, ignoring one trailing slash.
-
-    Args:
-        raw_path: The path as sent, still percent-encoded.
-
-    Returns:
-        The decoded segments (``/`` gives ``[]``).
-    """
-    parts = raw_path.lstrip("/").split("/")
-    if parts and parts[-1] == "":
-        parts.pop()
-    return [unquote(p) for p in parts]
 
 
 class LocalHttpServer:
