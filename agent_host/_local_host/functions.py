@@ -79,7 +79,7 @@ def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRou
         The HTTP routes and the entity functions keyed by lower-cased entity name.
 
     Raises:
-        ValueError: If two entity functions share a name.
+        ValueError: If two entity functions share a name, or a route template uses syntax the local host refuses.
     """
     routes: list[HttpRoute] = []
     entities: dict[str, EntityFunction] = {}
@@ -110,6 +110,9 @@ def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> 
 
     Returns:
         The route description.
+
+    Raises:
+        ValueError: If its route template uses syntax the local host refuses.
     """
     request_param = str(trigger.get("name") or "req")
     client_param: str | None = None
@@ -128,6 +131,10 @@ def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> 
             )
     methods_raw = trigger.get("methods")
     methods = frozenset(_enum_text(m).upper() for m in methods_raw) if methods_raw else None
+    try:
+        route = RouteTemplate(str(trigger.get("route") or name))
+    except ValueError as exc:
+        raise ValueError(f"Function {name!r}: {exc}") from None
     user_function = function.get_user_function()
     try:
         parameter_names = set(inspect.signature(user_function).parameters)
@@ -135,7 +142,7 @@ def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> 
         parameter_names = set()
     return HttpRoute(
         function_name=name,
-        route=RouteTemplate(str(trigger.get("route") or name)),
+        route=route,
         methods=methods,
         auth_level=_enum_text(trigger.get("authLevel") or "function").lower(),
         request_param=request_param,

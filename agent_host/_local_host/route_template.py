@@ -5,34 +5,27 @@ Knows nothing about functions, keys or the server; it only turns templates and r
 
 from __future__ import annotations
 
-import enum
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-
-class _SegmentKind(enum.IntEnum):
-    """Kinds of route template segments; the value is the specificity rank (lower wins)."""
-
-    LITERAL = 0
-    PARAMETER = 1
-    OPTIONAL = 2
-    CATCH_ALL = 3
+_PARAMETER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
 class _Segment:
-    """One ``/``-separated piece of a route template."""
+    """One ``/``-separated piece of a route template: a literal (lower-cased) or a parameter's name."""
 
-    kind: _SegmentKind
     text: str
-    default: str | None = None
+    is_parameter: bool
 
 
 class RouteTemplate:
-    """A Functions route template such as ``agents/{agent}/turns/{turnId?}``.
+    """A Functions route template made of literal segments and ``{name}`` parameters, e.g. ``agents/{agent}/run``.
 
-    Supported: literal segments (case-insensitive), ``{name}``, optional ``{name?}``, defaults ``{name=value}``,
-    constraints ``{name:alpha}`` (the constraint is ignored) and a trailing catch-all ``{*name}``.
+    That is every kind of template the app registers. Optional parameters, defaults, constraints, catch-alls and
+    segments mixing text and parameters are refused when the template is parsed, so the local host never matches a
+    path differently from the Functions host.
     """
 
     def __init__(self, template: str) -> None:
@@ -40,10 +33,16 @@ class RouteTemplate:
 
         Args:
             template: The route as given to ``@app.route``; leading and trailing slashes are ignored.
+
+        Raises:
+            ValueError: If a segment is neither a literal nor a plain ``{name}`` parameter.
         """
         self.template = template.strip("/")
-        self.segments: list[_Segment] = [_parse_segment(s) for s in self.template.split("/")] if self.template else []
-        self.rank: tuple[int, ...] = tuple(int(s.kind) for s in self.segments)
+        self.segments: list[_Segment] = (
+            [_parse_segment(self.template, s) for s in self.template.split("/")] if self.template else []
+        )
+        # Literal segments are more specific than parameters, position by position (lower sorts first).
+        self.rank: tuple[int, ...] = tuple(int(s.is_parameter) for s in self.segments)
 
     def match(self, path: list[str]) -> dict[str, str] | None:
         """Match decoded path segments.
@@ -54,55 +53,43 @@ class RouteTemplate:
         Returns:
             The route parameters, or None when the path does not match.
         """
+        if len(path) != len(self.segments):
+            return None
         params: dict[str, str] = {}
-        for index, segment in enumerate(self.segments):
-            if segment.kind is _SegmentKind.CATCH_ALL:
-                rest = "/".join(path[index:])
-                if rest:
-                    params[segment.text] = rest
-                return params
-            if index >= len(path):
-                for missing in self.segments[index:]:
-                    if missing.kind is _SegmentKind.LITERAL or missing.kind is _SegmentKind.PARAMETER:
-                        return None
-                    if missing.default is not None:
-                        params[missing.text] = missing.default
-                return params
-            value = path[index]
-            if segment.kind is _SegmentKind.LITERAL:
+        for segment, value in zip(self.segments, path, strict=True):
+            if not segment.is_parameter:
                 if value.lower() != segment.text:
                     return None
             elif not value:
                 return None
             else:
                 params[segment.text] = value
-        return params if len(path) <= len(self.segments) else None
+        return params
 
 
-def _parse_segment(raw: str) -> _Segment:
+def _parse_segment(template: str, raw: str) -> _Segment:
     """Parse one template segment.
 
     Args:
+        template: The whole template, for the error message.
         raw: The segment text.
 
     Returns:
-        The parsed segment; anything not wrapped in braces is a literal.
+        The parsed segment.
+
+    Raises:
+        ValueError: If the segment holds braces but is not exactly ``{name}``.
     """
-    if not (raw.startswith("{") and raw.endswith("}")):
-        return _Segment(_SegmentKind.LITERAL, raw.lower())
-    inner = raw[1:-1]
-    catch_all = inner.startswith("*")
-    inner = inner.lstrip("*")
-    optional = inner.endswith("?")
-    inner = inner.rstrip("?")
-    default: str | None = None
-    if "=" in inner:
-        inner, default = inner.split("=", 1)
-        optional = True
-    name = inner.split(":", 1)[0]
-    if catch_all:
-        return _Segment(_SegmentKind.CATCH_ALL, name)
-    return _Segment(_SegmentKind.OPTIONAL if optional else _SegmentKind.PARAMETER, name, default)
+    if "{" not in raw and "}" not in raw:
+        return _Segment(raw.lower(), is_parameter=False)
+    parameter = _PARAMETER.fullmatch(raw)
+    if parameter is None:
+        raise ValueError(
+            f"Route template {template!r}: the local host does not support the segment {raw!r}. It serves literal "
+            "segments and plain {name} parameters, not optional parameters, defaults, constraints, catch-alls or "
+            "segments mixing text and parameters; run this app with Azure Functions Core Tools (func start) instead."
+        )
+    return _Segment(parameter.group(1), is_parameter=True)
 
 
 def split_path(raw_path: str) -> list[str]:

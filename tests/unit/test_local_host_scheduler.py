@@ -80,11 +80,11 @@ def make_app(seen: Seen, before: Callable[[], None] | None = None) -> df.DFApp:
         payload = {"exists": state.entity_exists, "value": state.entity_state}
         return func.HttpResponse(json.dumps(payload), mimetype="application/json")
 
-    @app.route(route="echo/{first}/{rest?}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+    @app.route(route="echo/{first}/{rest}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
     def echo(req: func.HttpRequest) -> func.HttpResponse:
         return func.HttpResponse(json.dumps({"route": "param", **req.route_params}), mimetype="application/json")
 
-    @app.route(route="echo/fixed/{rest?}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+    @app.route(route="echo/fixed/{rest}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
     def echo_fixed(req: func.HttpRequest) -> func.HttpResponse:
         return func.HttpResponse(json.dumps({"route": "literal", **req.route_params}), mimetype="application/json")
 
@@ -271,8 +271,8 @@ def test_function_key_routing_and_error_bodies(tmp_path: pathlib.Path) -> None:
                 # Anonymous routes need no key; literal segments beat parameters; segments are percent-decoded.
                 async with http.get(f"{host.base_url}/api/echo/fixed/a%20b") as response:
                     assert await response.json() == {"route": "literal", "rest": "a b"}
-                async with http.get(f"{host.base_url}/api/echo/other") as response:
-                    assert await response.json() == {"route": "param", "first": "other"}
+                async with http.get(f"{host.base_url}/api/echo/other/x") as response:
+                    assert await response.json() == {"route": "param", "first": "other", "rest": "x"}
         finally:
             await host.stop()
 
