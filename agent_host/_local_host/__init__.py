@@ -21,11 +21,11 @@ from aiohttp import web
 from .._clock import SYSTEM_CLOCK
 from .durable_api import DurableWebhookApi
 from .functions import discover_functions
-from .scheduler import EntityScheduler
+from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
 from .server import LocalHttpServer
 from .store import EntityStore, Signal
 
-__all__ = ["EntityScheduler", "EntityStore", "LocalHost", "Signal", "run_local_host"]
+__all__ = ["DEFAULT_MAX_BATCH_SIZE", "EntityScheduler", "EntityStore", "LocalHost", "Signal", "run_local_host"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class LocalHost:
         port: int = 7071,
         route_prefix: str = "api",
         function_key: str | None = None,
-        max_batch_size: int = 20,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     ) -> None:
         """Index the app's functions and open the store; nothing listens until :meth:`start`.
 
@@ -66,7 +66,9 @@ class LocalHost:
             port: Port to bind; 0 picks a free one.
             route_prefix: Prefix of every HTTP route, as ``extensions.http.routePrefix`` in host.json.
             function_key: Key that FUNCTION/ADMIN routes require; None serves them without a key.
-            max_batch_size: Most signals handed to an entity function in one call.
+            max_batch_size: Most operations handed to an entity function in one call and committed together, as
+                host.json's ``extensions.durableTask.maxEntityOperationBatchSize``; 1 commits each operation as it
+                completes, so a crash re-runs at most the operation in flight.
         """
         functions = app.get_functions()
         self.routes, entity_functions = discover_functions(functions)
@@ -174,6 +176,7 @@ def run_local_host(
     port: int = 7071,
     route_prefix: str = "api",
     function_key: str | None = None,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     banner_lines: Sequence[str] = (),
 ) -> None:
     """Serve the app until Ctrl+C or SIGTERM, printing where it listens and what it serves.
@@ -188,12 +191,19 @@ def run_local_host(
         port: Port to bind.
         route_prefix: Prefix of every HTTP route.
         function_key: Key that FUNCTION/ADMIN routes require; None serves them without a key.
+        max_batch_size: Most entity operations run and committed together (maxEntityOperationBatchSize).
         banner_lines: Extra lines printed after the address (for example which model is in use).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     local_host = LocalHost(
-        app, state_dir=state_dir, host=host, port=port, route_prefix=route_prefix, function_key=function_key
+        app,
+        state_dir=state_dir,
+        host=host,
+        port=port,
+        route_prefix=route_prefix,
+        function_key=function_key,
+        max_batch_size=max_batch_size,
     )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(local_host, banner_lines))

@@ -27,6 +27,10 @@ CrashBeforeCommitHook = Callable[[str, str, list[Signal]], bool]
 DeliverTwiceHook = Callable[[str, str, Signal], bool]
 """Fault-injection hook: ``(name, key, signal) -> True`` puts the signal into the batch twice."""
 
+DEFAULT_MAX_BATCH_SIZE = 50
+"""Most operations per entity batch when host.json does not set ``maxEntityOperationBatchSize``: the Durable
+extension's default on the Consumption plan (5000 elsewhere), and the default the published host.json schema states."""
+
 _MAX_BACKOFF_SECONDS = 5.0
 
 
@@ -51,7 +55,7 @@ class EntityScheduler:
         store: EntityStore,
         entity_functions: Mapping[str, EntityFunction],
         *,
-        max_batch_size: int = 20,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         max_workers: int = 8,
         max_attempts: int = 3,
         retry_backoff_seconds: float = 0.2,
@@ -61,7 +65,7 @@ class EntityScheduler:
         Args:
             store: Where states and pending signals live.
             entity_functions: Entity function per lower-cased entity name.
-            max_batch_size: Most signals handed to the entity function in one call.
+            max_batch_size: Most signals handed to the entity function in one call and committed together.
             max_workers: Most entities processed at the same time.
             max_attempts: Failed attempts (entity function raised) after which a signal is dead-lettered.
             retry_backoff_seconds: Delay before the first retry; doubles per further failure, capped at 5 s.
