@@ -43,18 +43,21 @@ def main(argv: list[str] | None = None) -> int:
     host_json = Path.cwd() / "host.json"
     batch_size = max_entity_operation_batch_size(host_json)
     app = load_app(args.app)
-    from ._local_host import run_local_host
+    from ._local_host import StorageError, run_local_host
 
-    run_local_host(
-        app,
-        state_dir=args.state_dir,
-        host=args.host,
-        port=args.port,
-        route_prefix=route_prefix(host_json),
-        function_key=function_key,
-        max_batch_size=batch_size,
-        banner_lines=banner(app),
-    )
+    try:
+        run_local_host(
+            app,
+            state_dir=args.state_dir,
+            host=args.host,
+            port=args.port,
+            route_prefix=route_prefix(host_json),
+            function_key=function_key,
+            max_batch_size=batch_size,
+            banner_lines=banner(app),
+        )
+    except StorageError as exc:  # e.g. an emptied database: say which file and what to do, without a traceback
+        raise SystemExit(f"agent_host serve: {exc}") from None
     return 0
 
 

@@ -23,9 +23,18 @@ from .durable_api import DurableWebhookApi
 from .functions import discover_functions
 from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
 from .server import LocalHttpServer
-from .store import EntityStore, Signal
+from .store import EmptiedStoreError, EntityStore, Signal, StorageError
 
-__all__ = ["DEFAULT_MAX_BATCH_SIZE", "EntityScheduler", "EntityStore", "LocalHost", "Signal", "run_local_host"]
+__all__ = [
+    "DEFAULT_MAX_BATCH_SIZE",
+    "EmptiedStoreError",
+    "EntityScheduler",
+    "EntityStore",
+    "LocalHost",
+    "Signal",
+    "StorageError",
+    "run_local_host",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +94,7 @@ class LocalHost:
             DurableWebhookApi(self.store, self.scheduler),
             route_prefix=route_prefix,
             function_key=function_key,
-            rpc_base_url=lambda: f"{self.base_url}/runtime/webhooks/durabletask/",
+            rpc_base_url=lambda: self.rpc_base_url,
         )
 
     @property
@@ -93,6 +102,11 @@ class LocalHost:
         """The URL clients use, e.g. ``http://127.0.0.1:7071`` (wildcard binds are reached through loopback)."""
         port = self._bound_port if self._bound_port is not None else self._port
         return f"http://{_connectable_host(self._host)}:{port}"
+
+    @property
+    def rpc_base_url(self) -> str:
+        """The durable webhook API's base URL that the app's durable client binding gets (``rpcBaseUrl``)."""
+        return f"{self.base_url}/runtime/webhooks/durabletask/"
 
     def describe_routes(self) -> list[str]:
         """List the HTTP routes with their methods, one line each, for a startup banner.

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from .errors import error_response
 from .scheduler import EntityScheduler
-from .store import EntityStore
+from .store import EntityStore, StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class DurableWebhookApi:
             key: Entity key.
 
         Returns:
-            202 with ``{}`` once the signal is stored.
+            202 with ``{}`` once the signal is stored, 503 when it could not be.
         """
         operation = request.query.get("op")
         if not operation:
@@ -90,7 +90,11 @@ class DurableWebhookApi:
             return error_response(400, "bad_request", "The operation input must be UTF-8 text.")
         if name not in self._scheduler.entity_names:
             logger.warning("signal for unknown entity %r accepted; it stays queued", name)
-        seq = await asyncio.to_thread(self._store.enqueue, name, key, operation, operation_input)
+        try:
+            seq = await asyncio.to_thread(self._store.enqueue, name, key, operation, operation_input)
+        except StorageError as exc:
+            logger.error("signal for @%s@%s refused: %s", name, key, exc)
+            return storage_unavailable(f"The local host could not queue the signal ({exc.cause}). Nothing was queued.")
         logger.debug("queued signal %d: @%s@%s op=%s", seq, name, key, operation)
         self._scheduler.schedule(name, key)
         return web.Response(status=202, text="{}", content_type="application/json")
@@ -103,12 +107,39 @@ class DurableWebhookApi:
             key: Entity key.
 
         Returns:
-            200 with the state as the body, or 404 if the entity does not exist.
+            200 with the state as the body, 404 if the entity does not exist, 503 when the store failed.
         """
-        state = await asyncio.to_thread(self._store.read_state, name, key)
+        failure = self._scheduler.storage_failure(name, key)
+        if failure is not None and failure.holding_outcome:
+            return storage_unavailable(
+                f"Entity @{name}@{key} finished operations whose outcome the local host could not store "
+                f"({failure.cause}). It keeps the outcome and retries the commit; reads answer 503 until it is stored."
+            )
+        if failure is not None:
+            return storage_unavailable(
+                f"Entity @{name}@{key} cannot run its queued operations: the local host's store failed "
+                f"({failure.cause}). They stay queued and are retried; reads answer 503 until the store recovers."
+            )
+        try:
+            state = await asyncio.to_thread(self._store.read_state, name, key)
+        except StorageError as exc:
+            logger.error("read of @%s@%s failed: %s", name, key, exc)
+            return storage_unavailable(f"The local host could not read entity @{name}@{key} ({exc.cause}).")
         if state is None:
             return error_response(404, "not_found", f"Entity @{name}@{key} does not exist.")
         return web.Response(status=200, text=state, content_type="application/json")
+
+
+def storage_unavailable(message: str) -> web.Response:
+    """The answer to any request the store could not serve: 503 ``storage_unavailable``, never a 500 or plain text.
+
+    Args:
+        message: What failed and what happens to the request's data.
+
+    Returns:
+        The 503 JSON error response.
+    """
+    return error_response(503, "storage_unavailable", message)
 
 
 def _is_loopback(remote: str | None) -> bool:

@@ -2,6 +2,7 @@
 
 Mirrors what the Durable Functions extension does for entities: queued signals become batches, the entity function
 runs on a worker thread, and the new state plus the removal of the consumed signals commit in one transaction.
+A failing store is not a failing entity: its errors are retried and never dead-letter a signal.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from .store import EntityStore, Signal
+from .store import EntityStore, Signal, StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -34,12 +36,40 @@ extension's default on the Consumption plan (5000 elsewhere), and the default th
 _MAX_BACKOFF_SECONDS = 5.0
 
 
+@dataclass(frozen=True)
+class StorageFailure:
+    """Why an entity cannot make progress: the store failed while its operations were read, run or committed.
+
+    Attributes:
+        cause: What the store said, e.g. ``database or disk is full``.
+        holding_outcome: True when operations ran and their outcome waits in memory for the store to accept it.
+    """
+
+    cause: str
+    holding_outcome: bool
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What a batch produced and has not committed yet: the entity's new state and the last signal it consumed."""
+
+    state: str | None
+    done_through_seq: int
+    operations: int
+
+
 class EntityScheduler:
     """Runs queued entity signals through the app's entity functions.
 
     Guarantees: operations on one entity never overlap and run in queue order; different entities run in parallel on
     a bounded thread pool (entity functions are synchronous and may block for a long time); delivery is at least
     once, because signals are removed only in the transaction that stores the state they produced.
+
+    A storage error is never an entity error. When the store fails before the entity function ran, nothing ran and
+    the entity is retried with capped exponential backoff. When it fails while committing, the entity function's
+    output is kept and only the commit is retried, with the same backoff and without limit: the model behind an
+    operation never runs again because a disk was full, and no signal is dead-lettered for it. Meanwhile
+    :meth:`storage_failure` says why the entity is stuck, so readers can answer 503 instead of "still pending".
 
     Fault-injection seams (both None, i.e. off, by default; meant for tests):
 
@@ -59,6 +89,8 @@ class EntityScheduler:
         max_workers: int = 8,
         max_attempts: int = 3,
         retry_backoff_seconds: float = 0.2,
+        storage_backoff_seconds: float = 0.1,
+        max_backoff_seconds: float = _MAX_BACKOFF_SECONDS,
     ) -> None:
         """Create a scheduler; nothing runs until :meth:`start`.
 
@@ -68,7 +100,11 @@ class EntityScheduler:
             max_batch_size: Most signals handed to the entity function in one call and committed together.
             max_workers: Most entities processed at the same time.
             max_attempts: Failed attempts (entity function raised) after which a signal is dead-lettered.
-            retry_backoff_seconds: Delay before the first retry; doubles per further failure, capped at 5 s.
+            retry_backoff_seconds: Delay before the first retry of a failed entity function; doubles per further
+                failure, capped at ``max_backoff_seconds``.
+            storage_backoff_seconds: Delay before the first retry after a storage error; doubles per further
+                failure, capped at ``max_backoff_seconds``.
+            max_backoff_seconds: Longest delay between two retries.
 
         Raises:
             ValueError: If a size or count is not positive.
@@ -83,10 +119,13 @@ class EntityScheduler:
         self._max_workers = max_workers
         self._max_attempts = max_attempts
         self._retry_backoff = retry_backoff_seconds
+        self._storage_backoff = storage_backoff_seconds
+        self._max_backoff = max_backoff_seconds
         self._lock = threading.Lock()
         self._active: set[tuple[str, str]] = set()
         self._dirty: set[tuple[str, str]] = set()
         self._warned_unknown: set[str] = set()
+        self._storage_failures: dict[tuple[str, str], StorageFailure] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._stopping = threading.Event()
 
@@ -94,6 +133,19 @@ class EntityScheduler:
     def entity_names(self) -> frozenset[str]:
         """The lower-cased names of the entities this scheduler can run."""
         return frozenset(self._functions)
+
+    def storage_failure(self, name: str, key: str) -> StorageFailure | None:
+        """Tell why an entity is stuck on its store, if it is.
+
+        Args:
+            name: Lower-cased entity name.
+            key: Entity key.
+
+        Returns:
+            The failure, while the entity's last attempt to read, run or commit failed on the store; None otherwise.
+        """
+        with self._lock:
+            return self._storage_failures.get((name, key))
 
     def start(self) -> None:
         """Start the worker pool and schedule every entity that already has pending signals.
@@ -184,11 +236,21 @@ class EntityScheduler:
         entity = (name, key)
         isolate_through = 0  # after a failure, signals up to this seq are retried one at a time
         failing_seq, failures = 0, 0
+        storage_failures = 0
         try:
             while not self._stopping.is_set():
                 with self._lock:
                     self._dirty.discard(entity)
-                signals = self.store.pending(name, key, self._max_batch_size)
+                try:
+                    signals = self.store.pending(name, key, self._max_batch_size)
+                    state = self.store.read_state(name, key) if signals else None
+                except StorageError as exc:  # nothing ran: try the same signals again later
+                    storage_failures += 1
+                    self._note_storage_failure(entity, exc, storage_failures, holding_outcome=False)
+                    self._stopping.wait(self._backoff(self._storage_backoff, storage_failures))
+                    continue
+                storage_failures = 0
+                self._clear_storage_failure(entity)
                 if not signals:
                     with self._lock:
                         if entity in self._dirty:
@@ -198,17 +260,26 @@ class EntityScheduler:
                 if signals[0].seq <= isolate_through:
                     signals = signals[:1]
                 try:
-                    self._run_batch(name, key, signals)
+                    outcome = self._run_batch(name, key, signals, state)
                 except Exception:
                     logger.exception("entity function for @%s@%s failed on a batch of %d", name, key, len(signals))
                     isolate_through = max(isolate_through, signals[-1].seq)
                     head = signals[0]
                     failing_seq, failures = head.seq, (failures + 1 if failing_seq == head.seq else 1)
                     if len(signals) == 1 and failures >= self._max_attempts:
-                        self._dead_letter(head, failures)
+                        try:
+                            self._dead_letter(head, failures)
+                        except StorageError as exc:  # still queued: it is tried, and dead-lettered, again
+                            storage_failures += 1
+                            self._note_storage_failure(entity, exc, storage_failures, holding_outcome=False)
+                            self._stopping.wait(self._backoff(self._storage_backoff, storage_failures))
+                            continue
                         failing_seq, failures = 0, 0
                         continue
-                    self._stopping.wait(min(self._retry_backoff * 2 ** (failures - 1), _MAX_BACKOFF_SECONDS))
+                    self._stopping.wait(self._backoff(self._retry_backoff, failures))
+                    continue
+                if outcome is not None and not self._commit(name, key, outcome):
+                    return  # stopping with an uncommitted outcome: its signals stay queued for the next start
         except BaseException:
             logger.exception("entity worker for @%s@%s stopped unexpectedly; its signals stay queued", name, key)
         finally:
@@ -216,18 +287,21 @@ class EntityScheduler:
                 self._active.discard(entity)
                 self._dirty.discard(entity)
 
-    def _run_batch(self, name: str, key: str, signals: list[Signal]) -> None:
-        """Run one batch through the entity function and commit its outcome.
+    def _run_batch(self, name: str, key: str, signals: list[Signal], state: str | None) -> _Outcome | None:
+        """Run one batch through the entity function.
 
         Args:
             name: Lower-cased entity name.
             key: Entity key.
             signals: The batch, in queue order.
+            state: The entity's stored state, or None when it does not exist.
+
+        Returns:
+            The outcome to commit, or None when fault injection threw it away.
 
         Raises:
             Exception: Whatever the entity function raised, or ValueError for a malformed response.
         """
-        state = self.store.read_state(name, key)
         batch: list[tuple[str, str | None]] = []
         for signal in signals:
             batch.append((signal.operation, signal.input))
@@ -242,8 +316,82 @@ class EntityScheduler:
 
         if self.crash_before_commit is not None and self.crash_before_commit(name, key, signals):
             logger.warning("fault injection: discarding the uncommitted output of a batch for @%s@%s", name, key)
-            return
-        self.store.commit_batch(name, key, new_state if exists else None, signals[-1].seq)
+            return None
+        return _Outcome(new_state if exists else None, signals[-1].seq, len(signals))
+
+    def _commit(self, name: str, key: str, outcome: _Outcome) -> bool:
+        """Store a batch's outcome, retrying only the commit for as long as the store fails.
+
+        Args:
+            name: Lower-cased entity name.
+            key: Entity key.
+            outcome: What the batch produced.
+
+        Returns:
+            True once stored; False when the scheduler stopped first (the outcome is dropped, its signals stay
+            queued and run again on the next start).
+        """
+        entity = (name, key)
+        attempts = 0
+        while True:
+            try:
+                self.store.commit_batch(name, key, outcome.state, outcome.done_through_seq)
+            except StorageError as exc:
+                attempts += 1
+                self._note_storage_failure(entity, exc, attempts, holding_outcome=True)
+                if self._stopping.is_set():
+                    logger.error(
+                        "stopping before the outcome of %d operation(s) on @%s@%s could be stored; their signals "
+                        "stay queued and run again on the next start",
+                        outcome.operations,
+                        name,
+                        key,
+                    )
+                    return False
+                self._stopping.wait(self._backoff(self._storage_backoff, attempts))
+                continue
+            if attempts:
+                logger.warning("stored the outcome for @%s@%s after %d failed commits", name, key, attempts)
+            self._clear_storage_failure(entity)
+            return True
+
+    def _backoff(self, first: float, failures: int) -> float:
+        """The delay before the next retry: ``first`` doubled per further failure, capped.
+
+        Args:
+            first: Delay after the first failure.
+            failures: Failures so far (at least 1).
+
+        Returns:
+            Seconds to wait.
+        """
+        return min(first * 2 ** min(failures - 1, 30), self._max_backoff)
+
+    def _note_storage_failure(
+        self, entity: tuple[str, str], exc: StorageError, attempts: int, *, holding_outcome: bool
+    ) -> None:
+        """Record and log why an entity is stuck on its store.
+
+        Args:
+            entity: ``(name, key)``.
+            exc: The storage error.
+            attempts: Consecutive failures so far.
+            holding_outcome: True when an outcome waits to be committed.
+        """
+        with self._lock:
+            self._storage_failures[entity] = StorageFailure(exc.cause, holding_outcome)
+        kept = "keeping the outcome and retrying the commit" if holding_outcome else "retrying; nothing ran"
+        level = logging.ERROR if attempts == 1 else logging.WARNING
+        logger.log(level, "storage failure %d for @%s@%s (%s): %s", attempts, *entity, kept, exc)
+
+    def _clear_storage_failure(self, entity: tuple[str, str]) -> None:
+        """Forget an entity's storage failure once the store answered again.
+
+        Args:
+            entity: ``(name, key)``.
+        """
+        with self._lock:
+            self._storage_failures.pop(entity, None)
 
     def _dead_letter(self, signal: Signal, attempts: int) -> None:
         """Drop a signal that keeps failing, recording it in one error log line.
