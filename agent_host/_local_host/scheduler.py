@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from .log_text import entity_label, loggable
 from .store import EntityStore, Signal, StorageError
 
 logger = logging.getLogger(__name__)
@@ -262,7 +263,9 @@ class EntityScheduler:
                 try:
                     outcome = self._run_batch(name, key, signals, state)
                 except Exception:
-                    logger.exception("entity function for @%s@%s failed on a batch of %d", name, key, len(signals))
+                    logger.exception(
+                        "entity function for %s failed on a batch of %d", entity_label(name, key), len(signals)
+                    )
                     isolate_through = max(isolate_through, signals[-1].seq)
                     head = signals[0]
                     failing_seq, failures = head.seq, (failures + 1 if failing_seq == head.seq else 1)
@@ -281,7 +284,9 @@ class EntityScheduler:
                 if outcome is not None and not self._commit(name, key, outcome):
                     return  # stopping with an uncommitted outcome: its signals stay queued for the next start
         except BaseException:
-            logger.exception("entity worker for @%s@%s stopped unexpectedly; its signals stay queued", name, key)
+            logger.exception(
+                "entity worker for %s stopped unexpectedly; its signals stay queued", entity_label(name, key)
+            )
         finally:
             with self._lock:
                 self._active.discard(entity)
@@ -315,7 +320,9 @@ class EntityScheduler:
         exists, new_state = _parse_response(raw, operations, name, key)
 
         if self.crash_before_commit is not None and self.crash_before_commit(name, key, signals):
-            logger.warning("fault injection: discarding the uncommitted output of a batch for @%s@%s", name, key)
+            logger.warning(
+                "fault injection: discarding the uncommitted output of a batch for %s", entity_label(name, key)
+            )
             return None
         return _Outcome(new_state if exists else None, signals[-1].seq, len(signals))
 
@@ -341,17 +348,16 @@ class EntityScheduler:
                 self._note_storage_failure(entity, exc, attempts, holding_outcome=True)
                 if self._stopping.is_set():
                     logger.error(
-                        "stopping before the outcome of %d operation(s) on @%s@%s could be stored; their signals "
+                        "stopping before the outcome of %d operation(s) on %s could be stored; their signals "
                         "stay queued and run again on the next start",
                         outcome.operations,
-                        name,
-                        key,
+                        entity_label(name, key),
                     )
                     return False
                 self._stopping.wait(self._backoff(self._storage_backoff, attempts))
                 continue
             if attempts:
-                logger.warning("stored the outcome for @%s@%s after %d failed commits", name, key, attempts)
+                logger.warning("stored the outcome for %s after %d failed commits", entity_label(name, key), attempts)
             self._clear_storage_failure(entity)
             return True
 
@@ -382,7 +388,7 @@ class EntityScheduler:
             self._storage_failures[entity] = StorageFailure(exc.cause, holding_outcome)
         kept = "keeping the outcome and retrying the commit" if holding_outcome else "retrying; nothing ran"
         level = logging.ERROR if attempts == 1 else logging.WARNING
-        logger.log(level, "storage failure %d for @%s@%s (%s): %s", attempts, *entity, kept, exc)
+        logger.log(level, "storage failure %d for %s (%s): %s", attempts, entity_label(*entity), kept, exc)
 
     def _clear_storage_failure(self, entity: tuple[str, str]) -> None:
         """Forget an entity's storage failure once the store answered again.
@@ -394,7 +400,9 @@ class EntityScheduler:
             self._storage_failures.pop(entity, None)
 
     def _dead_letter(self, signal: Signal, attempts: int) -> None:
-        """Drop a signal that keeps failing, recording it in one error log line.
+        """Drop a signal that keeps failing, recording it in one error log line: ids and sizes, never its input.
+
+        The input is what the caller sent (a user's message); the log is not the place for it.
 
         Args:
             signal: The signal to drop.
@@ -405,8 +413,8 @@ class EntityScheduler:
             "key": signal.key,
             "seq": signal.seq,
             "operation": signal.operation,
-            "input": signal.input,
-            "enqueued_at": signal.enqueued_at,
+            "inputBytes": len(signal.input.encode("utf-8")) if signal.input is not None else 0,
+            "enqueuedAt": signal.enqueued_at,
         }
         logger.error("dead-letter after %d failed attempts: %s", attempts, json.dumps(record))
         self.store.discard_signals(signal.name, signal.key, [signal.seq])
@@ -437,9 +445,16 @@ def _parse_response(raw: Any, operations: list[dict[str, Any]], name: str, key: 
         raise ValueError("entityState in the entity function response is not a string")
     for operation, result in zip(operations, response.get("results") or [], strict=False):
         if isinstance(result, dict) and result.get("isError"):
-            logger.warning("operation %r on @%s@%s failed: %s", operation["name"], name, key, result.get("result"))
+            logger.warning(
+                "operation %r on %s failed: %s",
+                operation["name"],
+                entity_label(name, key),
+                loggable(str(result.get("result"))),
+            )
     if response.get("signals"):
-        logger.warning("entity @%s@%s sent signals to other entities; the local host does not deliver them", name, key)
+        logger.warning(
+            "entity %s sent signals to other entities; the local host does not deliver them", entity_label(name, key)
+        )
     exists = bool(response.get("entityExists"))
     return exists, (state if state is not None else "null") if exists else None
 

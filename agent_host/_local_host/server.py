@@ -1,4 +1,4 @@
-"""The local host's HTTP side: serving the app's HTTP triggers with aiohttp.
+"""The local host's public port: the app's HTTP triggers, and the durable webhook API for callers with the key.
 
 Requests are matched against the functions' route templates, checked for the function key, turned into
 ``azure.functions.HttpRequest`` objects and handed to the user functions, as the Functions host would.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
+import ipaddress
 import json
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -24,12 +24,10 @@ from multidict import CIMultiDict
 from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
 from .errors import error_response
 from .functions import HttpRoute
+from .listener import read_body
 from .route_template import split_path
 
 logger = logging.getLogger(__name__)
-
-MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024
-"""Largest request body the local host accepts; the app enforces its own, smaller limits."""
 
 _KEYED_AUTH_LEVELS = frozenset({"function", "admin"})
 _DROPPED_RESPONSE_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
@@ -81,7 +79,7 @@ class _InvocationContext(func.Context):
 
 
 class LocalHttpServer:
-    """Routes requests to the app's HTTP functions and to the durable webhook API."""
+    """The public listener's handler: routes requests to the app's HTTP functions and, with a key, the webhook API."""
 
     def __init__(
         self,
@@ -99,7 +97,7 @@ class LocalHttpServer:
             durable_api: Handler for ``/runtime/webhooks/durabletask/...``.
             route_prefix: Prefix of every function route (``api`` by default; empty for none).
             function_key: Key required by FUNCTION/ADMIN routes; None disables key checks.
-            rpc_base_url: Returns the webhook base URL handed to durable clients (known only once bound).
+            rpc_base_url: Returns the private webhook base URL handed to durable clients (known only once bound).
         """
         self.routes = routes
         self._durable_api = durable_api
@@ -107,17 +105,6 @@ class LocalHttpServer:
         self.route_prefix = "/".join(self._prefix)
         self._function_key = function_key
         self._rpc_base_url = rpc_base_url
-
-    def build_app(self) -> web.Application:
-        """Create the aiohttp application with one catch-all handler.
-
-        Returns:
-            The application, accepting bodies up to 32 MB.
-        """
-        app = web.Application(client_max_size=MAX_REQUEST_BODY_BYTES)
-        # `[\s\S]` rather than `.`: a decoded path may hold a newline (`%0A`), which must reach the app too.
-        app.router.add_route("*", r"/{tail:[\s\S]*}", self._handle)
-        return app
 
     def describe_routes(self, base_url: str) -> list[str]:
         """List the HTTP routes for the startup banner.
@@ -136,31 +123,8 @@ class LocalHttpServer:
             lines.append(f"  {methods:<14} {base_url}{prefix}{path}  [{route.function_name}]")
         return lines
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        """Serve one request and log it.
-
-        Args:
-            request: The incoming request.
-
-        Returns:
-            The response.
-        """
-        started = time.perf_counter()
-        status = 500
-        try:
-            response = await self._dispatch(request)
-            status = response.status
-            return response
-        except web.HTTPException as exc:
-            status = exc.status
-            code = "payload_too_large" if exc.status == 413 else "bad_request"
-            return error_response(exc.status, code, exc.reason)
-        finally:
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            logger.info("%s %s %d %.1fms", request.method, request.path, status, elapsed_ms)
-
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        """Choose between the webhook API and the function routes.
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Serve one request on the public listener: the webhook API (with a key) or a function route.
 
         Args:
             request: The incoming request.
@@ -170,7 +134,7 @@ class LocalHttpServer:
         """
         path = split_path(request.rel_url.raw_path)
         if [s.lower() for s in path[: len(WEBHOOK_SEGMENTS)]] == list(WEBHOOK_SEGMENTS):
-            return await self._durable_api.handle(request, path[len(WEBHOOK_SEGMENTS) :])
+            return await self._public_webhook(request, path[len(WEBHOOK_SEGMENTS) :])
         if [s.lower() for s in path[: len(self._prefix)]] != self._prefix:
             return error_response(404, "not_found", f"No function serves {request.path}.")
         path = path[len(self._prefix) :]
@@ -181,37 +145,61 @@ class LocalHttpServer:
         method = request.method.upper()
         allowed = [(r, p) for r, p in matches if r.methods is None or method in r.methods]
         if not allowed:
+            # Matches with methods=None accept any method, so every match here names its methods.
             methods = sorted({m for r, _ in matches for m in (r.methods or ())})
             return error_response(
                 405,
                 "method_not_allowed",
-                f"{method} is not allowed on {request.path}.",
+                f"{method} is not allowed on {request.path}; the functions serving it take {', '.join(methods)}.",
                 headers={"Allow": ", ".join(methods)},
             )
         route, params = min(allowed, key=lambda match: match[0].route.rank)
-        if not self._authorized(route, request):
+        if route.auth_level in _KEYED_AUTH_LEVELS and not self._has_key(request):
             return error_response(
                 401, "unauthorized", "This function needs a key in the x-functions-key header or the code parameter."
             )
         return await self._invoke(route, params, request)
 
-    def _authorized(self, route: HttpRoute, request: web.Request) -> bool:
-        """Check the function key for FUNCTION and ADMIN routes.
+    async def _public_webhook(self, request: web.BaseRequest, segments: list[str]) -> web.StreamResponse:
+        """Serve the durable webhook API on the public port: only with the function key, or, without one, to loopback.
+
+        On Azure this API needs the extension's system key; the app's own durable client uses the private listener.
 
         Args:
-            route: The matched route.
+            request: The incoming request.
+            segments: Path segments after ``runtime/webhooks/durabletask``.
+
+        Returns:
+            The webhook API's answer, 401 without the key, or 403 for a remote client when no key is configured.
+        """
+        if self._function_key is not None and not self._has_key(request):
+            return error_response(
+                401,
+                "unauthorized",
+                "The durable webhook API needs the function key in the x-functions-key header or the code parameter.",
+            )
+        if self._function_key is None and not _is_loopback(request.remote):
+            return error_response(
+                403, "forbidden", "Without a function key the durable webhook API accepts only loopback clients."
+            )
+        return await self._durable_api.handle(request, segments)
+
+    def _has_key(self, request: web.BaseRequest) -> bool:
+        """Tell whether the request carries the function key (always true when none is configured).
+
+        Args:
             request: The incoming request.
 
         Returns:
             True if the request may proceed.
         """
-        if self._function_key is None or route.auth_level not in _KEYED_AUTH_LEVELS:
+        if self._function_key is None:
             return True
         expected = self._function_key.encode()
         candidates = (request.headers.get("x-functions-key"), request.query.get("code"))
         return any(c is not None and hmac.compare_digest(c.encode(), expected) for c in candidates)
 
-    async def _invoke(self, route: HttpRoute, params: dict[str, str], request: web.Request) -> web.StreamResponse:
+    async def _invoke(self, route: HttpRoute, params: dict[str, str], request: web.BaseRequest) -> web.StreamResponse:
         """Call the user function and convert its result.
 
         Args:
@@ -222,7 +210,7 @@ class LocalHttpServer:
         Returns:
             The function's response, or a 500 JSON error if it raised.
         """
-        body = await request.read()
+        body = await read_body(request)
         headers: dict[str, str] = {}
         for name, value in request.headers.items():
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
@@ -289,3 +277,23 @@ def _to_web_response(result: Any) -> web.Response:
         textual = mimetype.startswith("text/") or mimetype.endswith(("json", "xml"))
         headers["Content-Type"] = f"{mimetype}; charset={result.charset}" if textual else mimetype
     return web.Response(status=result.status_code, body=result.get_body(), headers=headers)
+
+
+def _is_loopback(remote: str | None) -> bool:
+    """Tell whether a peer address is a loopback address.
+
+    Args:
+        remote: The peer address as aiohttp reports it.
+
+    Returns:
+        True for 127.0.0.0/8, ::1 and IPv4-mapped loopback; False for anything else or unknown peers.
+    """
+    if not remote:
+        return False
+    try:
+        address = ipaddress.ip_address(remote.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
