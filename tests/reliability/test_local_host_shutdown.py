@@ -14,7 +14,7 @@ import pytest
 from slow_app import DELAY_VARIABLE, answer_to
 from test_faults import BASE, ServedHost, poll_turn, read_calls
 
-MODEL_SECONDS = 0.25
+MODEL_SECONDS = 0.3
 CONVERSATION = "queue"
 
 
@@ -47,6 +47,8 @@ def queue_turns(host: ServedHost, call_log: Path, count: int) -> list[tuple[str,
         turns.append((message, body["turnId"]))
         if number == 0:
             wait_for_calls(call_log, 1)
+    # The scenario needs every later turn queued before turn 0's model call ends (then they form one batch).
+    assert len(read_calls(call_log)) == 1, "posting the turns took longer than one model call; raise MODEL_SECONDS"
     return turns
 
 
