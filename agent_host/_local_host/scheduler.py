@@ -247,8 +247,7 @@ class EntityScheduler:
                     state = self.store.read_state(name, key) if signals else None
                 except StorageError as exc:  # nothing ran: try the same signals again later
                     storage_failures += 1
-                    self._note_storage_failure(entity, exc, storage_failures, holding_outcome=False)
-                    self._stopping.wait(self._backoff(self._storage_backoff, storage_failures))
+                    self._back_off_from_store(entity, exc, storage_failures)
                     continue
                 storage_failures = 0
                 self._clear_storage_failure(entity)
@@ -274,8 +273,7 @@ class EntityScheduler:
                             self._dead_letter(head, failures)
                         except StorageError as exc:  # still queued: it is tried, and dead-lettered, again
                             storage_failures += 1
-                            self._note_storage_failure(entity, exc, storage_failures, holding_outcome=False)
-                            self._stopping.wait(self._backoff(self._storage_backoff, storage_failures))
+                            self._back_off_from_store(entity, exc, storage_failures)
                             continue
                         failing_seq, failures = 0, 0
                         continue
@@ -372,6 +370,17 @@ class EntityScheduler:
             Seconds to wait.
         """
         return min(first * 2 ** min(failures - 1, 30), self._max_backoff)
+
+    def _back_off_from_store(self, entity: tuple[str, str], exc: StorageError, failures: int) -> None:
+        """Record a storage failure that happened before anything ran, and wait before the next attempt.
+
+        Args:
+            entity: ``(name, key)``.
+            exc: The storage error.
+            failures: Consecutive storage failures so far.
+        """
+        self._note_storage_failure(entity, exc, failures, holding_outcome=False)
+        self._stopping.wait(self._backoff(self._storage_backoff, failures))
 
     def _note_storage_failure(
         self, entity: tuple[str, str], exc: StorageError, attempts: int, *, holding_outcome: bool
