@@ -40,18 +40,24 @@ def main(argv: list[str] | None = None) -> int:
     load_local_settings(Path.cwd() / "local.settings.json")
     # Read after local.settings.json is applied, so the setting works from there too; empty means no key.
     function_key = args.function_key or os.environ.get(FUNCTION_KEY_SETTING) or None
+    host_json = Path.cwd() / "host.json"
+    batch_size = max_entity_operation_batch_size(host_json)
     app = load_app(args.app)
-    from ._local_host import run_local_host
+    from ._local_host import StorageError, run_local_host
 
-    run_local_host(
-        app,
-        state_dir=args.state_dir,
-        host=args.host,
-        port=args.port,
-        route_prefix=route_prefix(Path.cwd() / "host.json"),
-        function_key=function_key,
-        banner_lines=banner(app),
-    )
+    try:
+        run_local_host(
+            app,
+            state_dir=args.state_dir,
+            host=args.host,
+            port=args.port,
+            route_prefix=route_prefix(host_json),
+            function_key=function_key,
+            max_batch_size=batch_size,
+            banner_lines=banner(app),
+        )
+    except StorageError as exc:  # e.g. an emptied database: say which file and what to do, without a traceback
+        raise SystemExit(f"agent_host serve: {exc}") from None
     return 0
 
 
@@ -83,10 +89,36 @@ def load_app(spec: str) -> Any:
 
 def route_prefix(host_json: Path) -> str:
     """The HTTP route prefix from host.json (`extensions.http.routePrefix`), `api` by default."""
+    return str(host_extension(host_json, "http").get("routePrefix", "api"))
+
+
+def max_entity_operation_batch_size(host_json: Path) -> int:
+    """Most entity operations run and committed together: `extensions.durableTask.maxEntityOperationBatchSize`.
+
+    Without the setting, the Durable extension's own default on the Consumption plan (50, as the published host.json
+    schema says), so the local host batches as a deployed app with the same host.json would.
+
+    Raises:
+        SystemExit: the setting is not a whole number of at least 1.
+    """
+    from ._local_host import DEFAULT_MAX_BATCH_SIZE
+
+    value = host_extension(host_json, "durableTask").get("maxEntityOperationBatchSize", DEFAULT_MAX_BATCH_SIZE)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SystemExit(
+            f"{host_json}: extensions.durableTask.maxEntityOperationBatchSize must be a whole number of at least 1 "
+            f"(1 commits each entity operation on its own), not {value!r}."
+        )
+    return value
+
+
+def host_extension(host_json: Path, name: str) -> dict[str, Any]:
+    """One section of host.json's `extensions` (`http`, `durableTask`, ...); empty when the file or it is absent."""
     if not host_json.exists():
-        return "api"
+        return {}
     config = json.loads(host_json.read_text(encoding="utf-8"))
-    return str(config.get("extensions", {}).get("http", {}).get("routePrefix", "api"))
+    section = config.get("extensions", {}).get(name, {})
+    return section if isinstance(section, dict) else {}
 
 
 def banner(app: Any) -> list[str]:

@@ -16,23 +16,39 @@ from collections.abc import Sequence
 from types import FrameType
 
 import azure.functions as func
-from aiohttp import web
 
 from .._clock import SYSTEM_CLOCK
 from .durable_api import DurableWebhookApi
-from .scheduler import EntityScheduler
-from .server import LocalHttpServer, discover_functions
-from .store import EntityStore, Signal
+from .functions import discover_functions
+from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
+from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
+from .server import LocalHttpServer
+from .store import EmptiedStoreError, EntityStore, Signal, StorageError
 
-__all__ = ["EntityScheduler", "EntityStore", "LocalHost", "Signal", "run_local_host"]
+__all__ = [
+    "DEFAULT_MAX_BATCH_SIZE",
+    "EmptiedStoreError",
+    "EntityScheduler",
+    "EntityStore",
+    "LocalHost",
+    "RequestDeadlines",
+    "Signal",
+    "StorageError",
+    "run_local_host",
+]
 
 logger = logging.getLogger(__name__)
 
-_HTTP_SHUTDOWN_TIMEOUT_SECONDS = 5.0
+RPC_HOST = "127.0.0.1"
+"""Where the private listener for the app's durable client binds: loopback only, whatever ``host`` is."""
 
 
 class LocalHost:
-    """Serves one app on loopback: its HTTP routes, the durable entity webhook API and the entity scheduler.
+    """Serves one app: its HTTP routes, the durable entity webhook API and the entity scheduler.
+
+    Two listeners, as on Azure: the public one (``host``:``port``) serves the app's routes, and the webhook API only
+    with the function key (or, with no key configured, to loopback clients); a private one on 127.0.0.1 and a port of
+    its own serves the webhook API to the app's durable client binding (``rpcBaseUrl``), which carries no key.
 
     Entity state and acknowledged signals live in ``<state_dir>/entities.sqlite3``, so a restart on the same
     ``state_dir`` keeps state and redelivers signals that were accepted but not yet committed.
@@ -52,7 +68,8 @@ class LocalHost:
         port: int = 7071,
         route_prefix: str = "api",
         function_key: str | None = None,
-        max_batch_size: int = 20,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+        request_deadlines: RequestDeadlines = DEFAULT_REQUEST_DEADLINES,
     ) -> None:
         """Index the app's functions and open the store; nothing listens until :meth:`start`.
 
@@ -65,31 +82,49 @@ class LocalHost:
             port: Port to bind; 0 picks a free one.
             route_prefix: Prefix of every HTTP route, as ``extensions.http.routePrefix`` in host.json.
             function_key: Key that FUNCTION/ADMIN routes require; None serves them without a key.
-            max_batch_size: Most signals handed to an entity function in one call.
+            max_batch_size: Most operations handed to an entity function in one call and committed together, as
+                host.json's ``extensions.durableTask.maxEntityOperationBatchSize``; 1 commits each operation as it
+                completes, so a crash re-runs at most the operation in flight.
+            request_deadlines: How long a client may take to send a request head and body, on both listeners.
         """
         functions = app.get_functions()
         self.routes, entity_functions = discover_functions(functions)
         self._host = host
         self._port = port
-        self._bound_port: int | None = None
-        self._runner: web.AppRunner | None = None
         self._started = False
         self._stopped = False
         self.store = EntityStore(pathlib.Path(state_dir), clock=getattr(app, "clock", SYSTEM_CLOCK))
         self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size)
+        durable_api = DurableWebhookApi(self.store, self.scheduler)
         self._server = LocalHttpServer(
             self.routes,
-            DurableWebhookApi(self.store, self.scheduler),
+            durable_api,
             route_prefix=route_prefix,
             function_key=function_key,
-            rpc_base_url=lambda: f"{self.base_url}/runtime/webhooks/durabletask/",
+            rpc_base_url=lambda: self.rpc_base_url,
+        )
+        self._public = Listener(self._server.handle, host=host, port=port, deadlines=request_deadlines)
+        # The durable client polls state often: its requests are logged at DEBUG, the public ones at INFO.
+        self._private = Listener(
+            durable_api.serve, host=RPC_HOST, port=0, deadlines=request_deadlines, access_log_level=logging.DEBUG
         )
 
     @property
     def base_url(self) -> str:
         """The URL clients use, e.g. ``http://127.0.0.1:7071`` (wildcard binds are reached through loopback)."""
-        port = self._bound_port if self._bound_port is not None else self._port
+        port = self._public.port if self._public.port is not None else self._port
         return f"http://{_connectable_host(self._host)}:{port}"
+
+    @property
+    def rpc_base_url(self) -> str:
+        """The private webhook API's base URL that the app's durable client binding gets (``rpcBaseUrl``).
+
+        Raises:
+            RuntimeError: Before :meth:`start` (the private port is picked when it binds).
+        """
+        if self._private.port is None:
+            raise RuntimeError("the local host's private listener is not bound yet; start the host first")
+        return f"http://{RPC_HOST}:{self._private.port}/runtime/webhooks/durabletask/"
 
     def describe_routes(self) -> list[str]:
         """List the HTTP routes with their methods, one line each, for a startup banner.
@@ -100,7 +135,7 @@ class LocalHost:
         return self._server.describe_routes(self.base_url)
 
     async def start(self) -> None:
-        """Bind the server on the running loop and start the entity scheduler.
+        """Bind both listeners on the running loop and start the entity scheduler.
 
         Raises:
             RuntimeError: If this host was started before.
@@ -109,23 +144,13 @@ class LocalHost:
         if self._started:
             raise RuntimeError("a LocalHost can be started only once")
         self._started = True
-        runner = web.AppRunner(
-            self._server.build_app(),
-            access_log=None,
-            handle_signals=False,
-            shutdown_timeout=_HTTP_SHUTDOWN_TIMEOUT_SECONDS,
-        )
-        await runner.setup()
         try:
-            site = web.TCPSite(runner, self._host, self._port)
-            await site.start()
-            addresses = runner.addresses
-            self._bound_port = int(addresses[0][1]) if addresses else self._port
-            self._runner = runner
+            await self._private.start()  # first: functions need its URL as soon as the public port answers
+            await self._public.start()
             self.scheduler.start()
         except BaseException:
-            self._runner = None
-            await runner.cleanup()
+            await self._public.stop()
+            await self._private.stop()
             raise
 
     async def stop(self) -> None:
@@ -136,10 +161,10 @@ class LocalHost:
         if self._stopped:
             return
         self._stopped = True
-        runner, self._runner = self._runner, None
         try:
-            if runner is not None:
-                await runner.cleanup()
+            # Public first: functions still running there may call the private listener until they finish.
+            await self._public.stop()
+            await self._private.stop()
         finally:
             await asyncio.to_thread(self.scheduler.stop)
             self.store.close()
@@ -173,6 +198,7 @@ def run_local_host(
     port: int = 7071,
     route_prefix: str = "api",
     function_key: str | None = None,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     banner_lines: Sequence[str] = (),
 ) -> None:
     """Serve the app until Ctrl+C or SIGTERM, printing where it listens and what it serves.
@@ -187,12 +213,19 @@ def run_local_host(
         port: Port to bind.
         route_prefix: Prefix of every HTTP route.
         function_key: Key that FUNCTION/ADMIN routes require; None serves them without a key.
+        max_batch_size: Most entity operations run and committed together (maxEntityOperationBatchSize).
         banner_lines: Extra lines printed after the address (for example which model is in use).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     local_host = LocalHost(
-        app, state_dir=state_dir, host=host, port=port, route_prefix=route_prefix, function_key=function_key
+        app,
+        state_dir=state_dir,
+        host=host,
+        port=port,
+        route_prefix=route_prefix,
+        function_key=function_key,
+        max_batch_size=max_batch_size,
     )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(local_host, banner_lines))
@@ -234,6 +267,7 @@ async def _serve(local_host: LocalHost, banner_lines: Sequence[str]) -> None:
     try:
         await local_host.start()
         print(f"Listening on {local_host.base_url}", flush=True)
+        print(f"Durable webhook API for the app's client: {local_host.rpc_base_url} (loopback only)", flush=True)
         for line in banner_lines:
             print(line, flush=True)
         print("HTTP routes:", flush=True)

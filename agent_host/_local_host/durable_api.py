@@ -1,20 +1,23 @@
 """The slice of the Durable Functions HTTP webhook API that the durable client uses for entities.
 
 ``DurableOrchestrationClient.signal_entity`` posts to ``entities/{name}/{key}?op=...`` and ``read_entity_state`` gets
-``entities/{name}/{key}``; both arrive here under ``/runtime/webhooks/durabletask/``.
+``entities/{name}/{key}``; both arrive here under ``/runtime/webhooks/durabletask/``. The app's client reaches it on a
+loopback-only listener of its own (its ``rpcBaseUrl``); the public port forwards here only requests with the key.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-import json
 import logging
 
 from aiohttp import web
 
+from .errors import error_response
+from .listener import read_body
+from .log_text import entity_label, loggable
+from .route_template import split_path
 from .scheduler import EntityScheduler
-from .store import EntityStore
+from .store import EntityStore, StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -22,27 +25,11 @@ WEBHOOK_SEGMENTS: tuple[str, ...] = ("runtime", "webhooks", "durabletask")
 """Path segments (after the host) under which the webhook API lives."""
 
 
-def error_response(status: int, code: str, message: str, *, headers: dict[str, str] | None = None) -> web.Response:
-    """Build the JSON error body every local-host error uses.
-
-    Args:
-        status: HTTP status code.
-        code: Machine-readable error code.
-        message: Human-readable explanation.
-        headers: Extra response headers.
-
-    Returns:
-        A response with body ``{"error": {"code": code, "message": message}}``.
-    """
-    body = json.dumps({"error": {"code": code, "message": message}})
-    return web.Response(status=status, text=body, content_type="application/json", headers=headers)
-
-
 class DurableWebhookApi:
-    """Serves entity signals (enqueue durably, then schedule) and entity state reads.
+    """Serves entity signals (enqueue durably, then schedule) and entity state reads of the app's entities.
 
-    Like the real host's local RPC endpoint, it answers only loopback clients: the durable client in the app's own
-    functions is the only intended caller, and it carries no key.
+    Like the real host's local RPC endpoint, :meth:`serve` is meant for a listener bound to loopback only: the durable
+    client in the app's own functions is its only intended caller, and it carries no key.
     """
 
     def __init__(self, store: EntityStore, scheduler: EntityScheduler) -> None:
@@ -55,7 +42,21 @@ class DurableWebhookApi:
         self._store = store
         self._scheduler = scheduler
 
-    async def handle(self, request: web.Request, segments: list[str]) -> web.Response:
+    async def serve(self, request: web.BaseRequest) -> web.Response:
+        """Answer one request on the private listener, where only the webhook API lives.
+
+        Args:
+            request: The incoming request.
+
+        Returns:
+            The webhook API's answer, or 404 for any other path.
+        """
+        path = split_path(request.rel_url.raw_path)
+        if [s.lower() for s in path[: len(WEBHOOK_SEGMENTS)]] != list(WEBHOOK_SEGMENTS):
+            return error_response(404, "not_found", "Only /runtime/webhooks/durabletask/entities/{name}/{key} is here.")
+        return await self.handle(request, path[len(WEBHOOK_SEGMENTS) :])
+
+    async def handle(self, request: web.BaseRequest, segments: list[str]) -> web.Response:
         """Answer one webhook request.
 
         Args:
@@ -65,12 +66,17 @@ class DurableWebhookApi:
         Returns:
             202 for an accepted signal, 200/404 for a state read, or a JSON error.
         """
-        if not _is_loopback(request.remote):
-            return error_response(403, "forbidden", "The durable webhook API accepts only loopback clients.")
         if len(segments) < 3 or segments[0].lower() != "entities" or not segments[1] or not all(segments[2:]):
             return error_response(404, "not_found", "Only entities/{name}/{key} is available on this local host.")
         name = segments[1].lower()
         key = "/".join(segments[2:])
+        if name not in self._scheduler.entity_names:
+            known = ", ".join(sorted(self._scheduler.entity_names)) or "none"
+            return error_response(
+                404,
+                "entity_not_found",
+                f"The app has no entity function named {name!r} (its entities: {known}); nothing was queued.",
+            )
         if request.method == "POST":
             return await self._signal(request, name, key)
         if request.method == "GET":
@@ -82,7 +88,7 @@ class DurableWebhookApi:
             headers={"Allow": "GET, POST"},
         )
 
-    async def _signal(self, request: web.Request, name: str, key: str) -> web.Response:
+    async def _signal(self, request: web.BaseRequest, name: str, key: str) -> web.Response:
         """Durably enqueue a signal and schedule the entity.
 
         The body is kept as raw text: ``signal_entity`` already JSON-encodes the input and aiohttp encodes it again,
@@ -94,20 +100,22 @@ class DurableWebhookApi:
             key: Entity key.
 
         Returns:
-            202 with ``{}`` once the signal is stored.
+            202 with ``{}`` once the signal is stored, 503 when it could not be.
         """
         operation = request.query.get("op")
         if not operation:
             return error_response(400, "bad_request", "The op query parameter (operation name) is required.")
-        raw = await request.read()
+        raw = await read_body(request)
         try:
             operation_input = raw.decode("utf-8") if raw else None
         except UnicodeDecodeError:
             return error_response(400, "bad_request", "The operation input must be UTF-8 text.")
-        if name not in self._scheduler.entity_names:
-            logger.warning("signal for unknown entity %r accepted; it stays queued", name)
-        seq = await asyncio.to_thread(self._store.enqueue, name, key, operation, operation_input)
-        logger.debug("queued signal %d: @%s@%s op=%s", seq, name, key, operation)
+        try:
+            seq = await asyncio.to_thread(self._store.enqueue, name, key, operation, operation_input)
+        except StorageError as exc:
+            logger.error("signal for %s refused: %s", entity_label(name, key), exc)
+            return storage_unavailable(f"The local host could not queue the signal ({exc.cause}). Nothing was queued.")
+        logger.debug("queued signal %d: %s op=%s", seq, entity_label(name, key), loggable(operation))
         self._scheduler.schedule(name, key)
         return web.Response(status=202, text="{}", content_type="application/json")
 
@@ -119,29 +127,36 @@ class DurableWebhookApi:
             key: Entity key.
 
         Returns:
-            200 with the state as the body, or 404 if the entity does not exist.
+            200 with the state as the body, 404 if the entity does not exist, 503 when the store failed.
         """
-        state = await asyncio.to_thread(self._store.read_state, name, key)
+        failure = self._scheduler.storage_failure(name, key)
+        if failure is not None and failure.holding_outcome:
+            return storage_unavailable(
+                f"Entity @{name}@{key} finished operations whose outcome the local host could not store "
+                f"({failure.cause}). It keeps the outcome and retries the commit; reads answer 503 until it is stored."
+            )
+        if failure is not None:
+            return storage_unavailable(
+                f"Entity @{name}@{key} cannot run its queued operations: the local host's store failed "
+                f"({failure.cause}). They stay queued and are retried; reads answer 503 until the store recovers."
+            )
+        try:
+            state = await asyncio.to_thread(self._store.read_state, name, key)
+        except StorageError as exc:
+            logger.error("read of %s failed: %s", entity_label(name, key), exc)
+            return storage_unavailable(f"The local host could not read entity @{name}@{key} ({exc.cause}).")
         if state is None:
             return error_response(404, "not_found", f"Entity @{name}@{key} does not exist.")
         return web.Response(status=200, text=state, content_type="application/json")
 
 
-def _is_loopback(remote: str | None) -> bool:
-    """Tell whether a peer address is a loopback address.
+def storage_unavailable(message: str) -> web.Response:
+    """The answer to any request the store could not serve: 503 ``storage_unavailable``, never a 500 or plain text.
 
     Args:
-        remote: The peer address as aiohttp reports it.
+        message: What failed and what happens to the request's data.
 
     Returns:
-        True for 127.0.0.0/8, ::1 and IPv4-mapped loopback; False for anything else or unknown peers.
+        The 503 JSON error response.
     """
-    if not remote:
-        return False
-    try:
-        address = ipaddress.ip_address(remote.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
+    return error_response(503, "storage_unavailable", message)

@@ -2,6 +2,7 @@
 
 Mirrors what the Durable Functions extension does for entities: queued signals become batches, the entity function
 runs on a worker thread, and the new state plus the removal of the consumed signals commit in one transaction.
+A failing store is not a failing entity: its errors are retried and never dead-letter a signal.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from .store import EntityStore, Signal
+from .log_text import entity_label, loggable
+from .store import EntityStore, Signal, StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +30,33 @@ CrashBeforeCommitHook = Callable[[str, str, list[Signal]], bool]
 DeliverTwiceHook = Callable[[str, str, Signal], bool]
 """Fault-injection hook: ``(name, key, signal) -> True`` puts the signal into the batch twice."""
 
+DEFAULT_MAX_BATCH_SIZE = 50
+"""Most operations per entity batch when host.json does not set ``maxEntityOperationBatchSize``: the Durable
+extension's default on the Consumption plan (5000 elsewhere), and the default the published host.json schema states."""
+
 _MAX_BACKOFF_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class StorageFailure:
+    """Why an entity cannot make progress: the store failed while its operations were read, run or committed.
+
+    Attributes:
+        cause: What the store said, e.g. ``database or disk is full``.
+        holding_outcome: True when operations ran and their outcome waits in memory for the store to accept it.
+    """
+
+    cause: str
+    holding_outcome: bool
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What a batch produced and has not committed yet: the entity's new state and the last signal it consumed."""
+
+    state: str | None
+    done_through_seq: int
+    operations: int
 
 
 class EntityScheduler:
@@ -36,6 +65,12 @@ class EntityScheduler:
     Guarantees: operations on one entity never overlap and run in queue order; different entities run in parallel on
     a bounded thread pool (entity functions are synchronous and may block for a long time); delivery is at least
     once, because signals are removed only in the transaction that stores the state they produced.
+
+    A storage error is never an entity error. When the store fails before the entity function ran, nothing ran and
+    the entity is retried with capped exponential backoff. When it fails while committing, the entity function's
+    output is kept and only the commit is retried, with the same backoff and without limit: the model behind an
+    operation never runs again because a disk was full, and no signal is dead-lettered for it. Meanwhile
+    :meth:`storage_failure` says why the entity is stuck, so readers can answer 503 instead of "still pending".
 
     Fault-injection seams (both None, i.e. off, by default; meant for tests):
 
@@ -51,20 +86,26 @@ class EntityScheduler:
         store: EntityStore,
         entity_functions: Mapping[str, EntityFunction],
         *,
-        max_batch_size: int = 20,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         max_workers: int = 8,
         max_attempts: int = 3,
         retry_backoff_seconds: float = 0.2,
+        storage_backoff_seconds: float = 0.1,
+        max_backoff_seconds: float = _MAX_BACKOFF_SECONDS,
     ) -> None:
         """Create a scheduler; nothing runs until :meth:`start`.
 
         Args:
             store: Where states and pending signals live.
             entity_functions: Entity function per lower-cased entity name.
-            max_batch_size: Most signals handed to the entity function in one call.
+            max_batch_size: Most signals handed to the entity function in one call and committed together.
             max_workers: Most entities processed at the same time.
             max_attempts: Failed attempts (entity function raised) after which a signal is dead-lettered.
-            retry_backoff_seconds: Delay before the first retry; doubles per further failure, capped at 5 s.
+            retry_backoff_seconds: Delay before the first retry of a failed entity function; doubles per further
+                failure, capped at ``max_backoff_seconds``.
+            storage_backoff_seconds: Delay before the first retry after a storage error; doubles per further
+                failure, capped at ``max_backoff_seconds``.
+            max_backoff_seconds: Longest delay between two retries.
 
         Raises:
             ValueError: If a size or count is not positive.
@@ -79,10 +120,13 @@ class EntityScheduler:
         self._max_workers = max_workers
         self._max_attempts = max_attempts
         self._retry_backoff = retry_backoff_seconds
+        self._storage_backoff = storage_backoff_seconds
+        self._max_backoff = max_backoff_seconds
         self._lock = threading.Lock()
         self._active: set[tuple[str, str]] = set()
         self._dirty: set[tuple[str, str]] = set()
         self._warned_unknown: set[str] = set()
+        self._storage_failures: dict[tuple[str, str], StorageFailure] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._stopping = threading.Event()
 
@@ -90,6 +134,19 @@ class EntityScheduler:
     def entity_names(self) -> frozenset[str]:
         """The lower-cased names of the entities this scheduler can run."""
         return frozenset(self._functions)
+
+    def storage_failure(self, name: str, key: str) -> StorageFailure | None:
+        """Tell why an entity is stuck on its store, if it is.
+
+        Args:
+            name: Lower-cased entity name.
+            key: Entity key.
+
+        Returns:
+            The failure, while the entity's last attempt to read, run or commit failed on the store; None otherwise.
+        """
+        with self._lock:
+            return self._storage_failures.get((name, key))
 
     def start(self) -> None:
         """Start the worker pool and schedule every entity that already has pending signals.
@@ -180,11 +237,20 @@ class EntityScheduler:
         entity = (name, key)
         isolate_through = 0  # after a failure, signals up to this seq are retried one at a time
         failing_seq, failures = 0, 0
+        storage_failures = 0
         try:
             while not self._stopping.is_set():
                 with self._lock:
                     self._dirty.discard(entity)
-                signals = self.store.pending(name, key, self._max_batch_size)
+                try:
+                    signals = self.store.pending(name, key, self._max_batch_size)
+                    state = self.store.read_state(name, key) if signals else None
+                except StorageError as exc:  # nothing ran: try the same signals again later
+                    storage_failures += 1
+                    self._back_off_from_store(entity, exc, storage_failures)
+                    continue
+                storage_failures = 0
+                self._clear_storage_failure(entity)
                 if not signals:
                     with self._lock:
                         if entity in self._dirty:
@@ -194,36 +260,51 @@ class EntityScheduler:
                 if signals[0].seq <= isolate_through:
                     signals = signals[:1]
                 try:
-                    self._run_batch(name, key, signals)
+                    outcome = self._run_batch(name, key, signals, state)
                 except Exception:
-                    logger.exception("entity function for @%s@%s failed on a batch of %d", name, key, len(signals))
+                    logger.exception(
+                        "entity function for %s failed on a batch of %d", entity_label(name, key), len(signals)
+                    )
                     isolate_through = max(isolate_through, signals[-1].seq)
                     head = signals[0]
                     failing_seq, failures = head.seq, (failures + 1 if failing_seq == head.seq else 1)
                     if len(signals) == 1 and failures >= self._max_attempts:
-                        self._dead_letter(head, failures)
+                        try:
+                            self._dead_letter(head, failures)
+                        except StorageError as exc:  # still queued: it is tried, and dead-lettered, again
+                            storage_failures += 1
+                            self._back_off_from_store(entity, exc, storage_failures)
+                            continue
                         failing_seq, failures = 0, 0
                         continue
-                    self._stopping.wait(min(self._retry_backoff * 2 ** (failures - 1), _MAX_BACKOFF_SECONDS))
+                    self._stopping.wait(self._backoff(self._retry_backoff, failures))
+                    continue
+                if outcome is not None and not self._commit(name, key, outcome):
+                    return  # stopping with an uncommitted outcome: its signals stay queued for the next start
         except BaseException:
-            logger.exception("entity worker for @%s@%s stopped unexpectedly; its signals stay queued", name, key)
+            logger.exception(
+                "entity worker for %s stopped unexpectedly; its signals stay queued", entity_label(name, key)
+            )
         finally:
             with self._lock:
                 self._active.discard(entity)
                 self._dirty.discard(entity)
 
-    def _run_batch(self, name: str, key: str, signals: list[Signal]) -> None:
-        """Run one batch through the entity function and commit its outcome.
+    def _run_batch(self, name: str, key: str, signals: list[Signal], state: str | None) -> _Outcome | None:
+        """Run one batch through the entity function.
 
         Args:
             name: Lower-cased entity name.
             key: Entity key.
             signals: The batch, in queue order.
+            state: The entity's stored state, or None when it does not exist.
+
+        Returns:
+            The outcome to commit, or None when fault injection threw it away.
 
         Raises:
             Exception: Whatever the entity function raised, or ValueError for a malformed response.
         """
-        state = self.store.read_state(name, key)
         batch: list[tuple[str, str | None]] = []
         for signal in signals:
             batch.append((signal.operation, signal.input))
@@ -237,12 +318,100 @@ class EntityScheduler:
         exists, new_state = _parse_response(raw, operations, name, key)
 
         if self.crash_before_commit is not None and self.crash_before_commit(name, key, signals):
-            logger.warning("fault injection: discarding the uncommitted output of a batch for @%s@%s", name, key)
-            return
-        self.store.commit_batch(name, key, new_state if exists else None, signals[-1].seq)
+            logger.warning(
+                "fault injection: discarding the uncommitted output of a batch for %s", entity_label(name, key)
+            )
+            return None
+        return _Outcome(new_state if exists else None, signals[-1].seq, len(signals))
+
+    def _commit(self, name: str, key: str, outcome: _Outcome) -> bool:
+        """Store a batch's outcome, retrying only the commit for as long as the store fails.
+
+        Args:
+            name: Lower-cased entity name.
+            key: Entity key.
+            outcome: What the batch produced.
+
+        Returns:
+            True once stored; False when the scheduler stopped first (the outcome is dropped, its signals stay
+            queued and run again on the next start).
+        """
+        entity = (name, key)
+        attempts = 0
+        while True:
+            try:
+                self.store.commit_batch(name, key, outcome.state, outcome.done_through_seq)
+            except StorageError as exc:
+                attempts += 1
+                self._note_storage_failure(entity, exc, attempts, holding_outcome=True)
+                if self._stopping.is_set():
+                    logger.error(
+                        "stopping before the outcome of %d operation(s) on %s could be stored; their signals "
+                        "stay queued and run again on the next start",
+                        outcome.operations,
+                        entity_label(name, key),
+                    )
+                    return False
+                self._stopping.wait(self._backoff(self._storage_backoff, attempts))
+                continue
+            if attempts:
+                logger.warning("stored the outcome for %s after %d failed commits", entity_label(name, key), attempts)
+            self._clear_storage_failure(entity)
+            return True
+
+    def _backoff(self, first: float, failures: int) -> float:
+        """The delay before the next retry: ``first`` doubled per further failure, capped.
+
+        Args:
+            first: Delay after the first failure.
+            failures: Failures so far (at least 1).
+
+        Returns:
+            Seconds to wait.
+        """
+        return min(first * 2 ** min(failures - 1, 30), self._max_backoff)
+
+    def _back_off_from_store(self, entity: tuple[str, str], exc: StorageError, failures: int) -> None:
+        """Record a storage failure that happened before anything ran, and wait before the next attempt.
+
+        Args:
+            entity: ``(name, key)``.
+            exc: The storage error.
+            failures: Consecutive storage failures so far.
+        """
+        self._note_storage_failure(entity, exc, failures, holding_outcome=False)
+        self._stopping.wait(self._backoff(self._storage_backoff, failures))
+
+    def _note_storage_failure(
+        self, entity: tuple[str, str], exc: StorageError, attempts: int, *, holding_outcome: bool
+    ) -> None:
+        """Record and log why an entity is stuck on its store.
+
+        Args:
+            entity: ``(name, key)``.
+            exc: The storage error.
+            attempts: Consecutive failures so far.
+            holding_outcome: True when an outcome waits to be committed.
+        """
+        with self._lock:
+            self._storage_failures[entity] = StorageFailure(exc.cause, holding_outcome)
+        kept = "keeping the outcome and retrying the commit" if holding_outcome else "retrying; nothing ran"
+        level = logging.ERROR if attempts == 1 else logging.WARNING
+        logger.log(level, "storage failure %d for %s (%s): %s", attempts, entity_label(*entity), kept, exc)
+
+    def _clear_storage_failure(self, entity: tuple[str, str]) -> None:
+        """Forget an entity's storage failure once the store answered again.
+
+        Args:
+            entity: ``(name, key)``.
+        """
+        with self._lock:
+            self._storage_failures.pop(entity, None)
 
     def _dead_letter(self, signal: Signal, attempts: int) -> None:
-        """Drop a signal that keeps failing, recording it in one error log line.
+        """Drop a signal that keeps failing, recording it in one error log line: ids and sizes, never its input.
+
+        The input is what the caller sent (a user's message); the log is not the place for it.
 
         Args:
             signal: The signal to drop.
@@ -253,8 +422,8 @@ class EntityScheduler:
             "key": signal.key,
             "seq": signal.seq,
             "operation": signal.operation,
-            "input": signal.input,
-            "enqueued_at": signal.enqueued_at,
+            "inputBytes": len(signal.input.encode("utf-8")) if signal.input is not None else 0,
+            "enqueuedAt": signal.enqueued_at,
         }
         logger.error("dead-letter after %d failed attempts: %s", attempts, json.dumps(record))
         self.store.discard_signals(signal.name, signal.key, [signal.seq])
@@ -285,9 +454,16 @@ def _parse_response(raw: Any, operations: list[dict[str, Any]], name: str, key: 
         raise ValueError("entityState in the entity function response is not a string")
     for operation, result in zip(operations, response.get("results") or [], strict=False):
         if isinstance(result, dict) and result.get("isError"):
-            logger.warning("operation %r on @%s@%s failed: %s", operation["name"], name, key, result.get("result"))
+            logger.warning(
+                "operation %r on %s failed: %s",
+                operation["name"],
+                entity_label(name, key),
+                loggable(str(result.get("result"))),
+            )
     if response.get("signals"):
-        logger.warning("entity @%s@%s sent signals to other entities; the local host does not deliver them", name, key)
+        logger.warning(
+            "entity %s sent signals to other entities; the local host does not deliver them", entity_label(name, key)
+        )
     exists = bool(response.get("entityExists"))
     return exists, (state if state is not None else "null") if exists else None
 

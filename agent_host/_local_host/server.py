@@ -1,4 +1,4 @@
-"""The local host's HTTP side: discovering the app's functions and serving its HTTP triggers with aiohttp.
+"""The local host's public port: the app's HTTP triggers, and the durable webhook API for callers with the key.
 
 Requests are matched against the functions' route templates, checked for the function key, turned into
 ``azure.functions.HttpRequest`` objects and handed to the user functions, as the Functions host would.
@@ -7,254 +7,30 @@ Requests are matched against the functions' route templates, checked for the fun
 from __future__ import annotations
 
 import asyncio
-import enum
 import hmac
 import inspect
+import ipaddress
 import json
 import logging
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote
 
 import azure.functions as func
 from aiohttp import web
 from multidict import CIMultiDict
 
-from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi, error_response
-from .scheduler import EntityFunction
+from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
+from .errors import error_response
+from .functions import HttpRoute
+from .listener import read_body
+from .route_template import split_path
 
 logger = logging.getLogger(__name__)
 
-MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024
-"""Largest request body the local host accepts; the app enforces its own, smaller limits."""
-
-DEFAULT_TASK_HUB = "LocalHub"
-"""Task hub name handed to durable clients whose binding does not name one."""
-
 _KEYED_AUTH_LEVELS = frozenset({"function", "admin"})
 _DROPPED_RESPONSE_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
-
-
-class _SegmentKind(enum.IntEnum):
-    """Kinds of route template segments; the value is the specificity rank (lower wins)."""
-
-    LITERAL = 0
-    PARAMETER = 1
-    OPTIONAL = 2
-    CATCH_ALL = 3
-
-
-@dataclass(frozen=True)
-class _Segment:
-    """One ``/``-separated piece of a route template."""
-
-    kind: _SegmentKind
-    text: str
-    default: str | None = None
-
-
-class RouteTemplate:
-    """A Functions route template such as ``agents/{agent}/turns/{turnId?}``.
-
-    Supported: literal segments (case-insensitive), ``{name}``, optional ``{name?}``, defaults ``{name=value}``,
-    constraints ``{name:alpha}`` (the constraint is ignored) and a trailing catch-all ``{*name}``.
-    """
-
-    def __init__(self, template: str) -> None:
-        """Parse a template.
-
-        Args:
-            template: The route as given to ``@app.route``; leading and trailing slashes are ignored.
-        """
-        self.template = template.strip("/")
-        self.segments: list[_Segment] = [_parse_segment(s) for s in self.template.split("/")] if self.template else []
-        self.rank: tuple[int, ...] = tuple(int(s.kind) for s in self.segments)
-
-    def match(self, path: list[str]) -> dict[str, str] | None:
-        """Match decoded path segments.
-
-        Args:
-            path: Percent-decoded segments after the route prefix.
-
-        Returns:
-            The route parameters, or None when the path does not match.
-        """
-        params: dict[str, str] = {}
-        for index, segment in enumerate(self.segments):
-            if segment.kind is _SegmentKind.CATCH_ALL:
-                rest = "/".join(path[index:])
-                if rest:
-                    params[segment.text] = rest
-                return params
-            if index >= len(path):
-                for missing in self.segments[index:]:
-                    if missing.kind is _SegmentKind.LITERAL or missing.kind is _SegmentKind.PARAMETER:
-                        return None
-                    if missing.default is not None:
-                        params[missing.text] = missing.default
-                return params
-            value = path[index]
-            if segment.kind is _SegmentKind.LITERAL:
-                if value.lower() != segment.text:
-                    return None
-            elif not value:
-                return None
-            else:
-                params[segment.text] = value
-        return params if len(path) <= len(self.segments) else None
-
-
-def _parse_segment(raw: str) -> _Segment:
-    """Parse one template segment.
-
-    Args:
-        raw: The segment text.
-
-    Returns:
-        The parsed segment; anything not wrapped in braces is a literal.
-    """
-    if not (raw.startswith("{") and raw.endswith("}")):
-        return _Segment(_SegmentKind.LITERAL, raw.lower())
-    inner = raw[1:-1]
-    catch_all = inner.startswith("*")
-    inner = inner.lstrip("*")
-    optional = inner.endswith("?")
-    inner = inner.rstrip("?")
-    default: str | None = None
-    if "=" in inner:
-        inner, default = inner.split("=", 1)
-        optional = True
-    name = inner.split(":", 1)[0]
-    if catch_all:
-        return _Segment(_SegmentKind.CATCH_ALL, name)
-    return _Segment(_SegmentKind.OPTIONAL if optional else _SegmentKind.PARAMETER, name, default)
-
-
-@dataclass
-class HttpRoute:
-    """An HTTP-triggered function of the app and how to call it.
-
-    Attributes:
-        function_name: The function's name.
-        route: Its parsed route template.
-        methods: Allowed upper-case methods; None allows every method.
-        auth_level: ``anonymous``, ``function`` or ``admin``.
-        request_param: Parameter receiving the ``HttpRequest``.
-        client_param: Parameter receiving the durable client binding JSON, if the function has one.
-        task_hub: Task hub named by the durable client binding.
-        user_function: The callable to invoke (sync or async).
-        context_param: True when the function takes a ``context`` parameter that no binding fills.
-    """
-
-    function_name: str
-    route: RouteTemplate
-    methods: frozenset[str] | None
-    auth_level: str
-    request_param: str
-    client_param: str | None
-    task_hub: str
-    user_function: Callable[..., Any]
-    context_param: bool = False
-    is_async: bool = field(init=False)
-
-    def __post_init__(self) -> None:
-        """Note whether the function must be awaited or run on a thread."""
-        self.is_async = inspect.iscoroutinefunction(self.user_function)
-
-
-def _enum_text(value: Any) -> str:
-    """Render a value that may be an enum member or a plain string.
-
-    Args:
-        value: An enum member, string or None.
-
-    Returns:
-        The enum's value (or the string) as text.
-    """
-    if isinstance(value, enum.Enum):
-        value = value.value
-    return "" if value is None else str(value)
-
-
-def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRoute], dict[str, EntityFunction]]:
-    """Sort the app's functions into HTTP routes and entity functions.
-
-    Args:
-        functions: The result of ``app.get_functions()``.
-
-    Returns:
-        The HTTP routes and the entity functions keyed by lower-cased entity name.
-
-    Raises:
-        ValueError: If two entity functions share a name.
-    """
-    routes: list[HttpRoute] = []
-    entities: dict[str, EntityFunction] = {}
-    for function in functions:
-        name = function.get_function_name() or "function"
-        trigger = function.get_trigger()
-        trigger_dict: dict[str, Any] = trigger.get_dict_repr() if trigger is not None else {}
-        trigger_type = trigger_dict.get("type")
-        if trigger_type == "entityTrigger":
-            entity_name = (trigger_dict.get("entityName") or name).lower()
-            if entity_name in entities:
-                raise ValueError(f"two entity functions are named {entity_name!r}")
-            entities[entity_name] = function.get_user_function()
-        elif trigger_type == "httpTrigger":
-            routes.append(_http_route(name, function, trigger_dict))
-        else:
-            logger.warning("function %r has a %s trigger, which the local host does not run", name, trigger_type)
-    return routes, entities
-
-
-def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> HttpRoute:
-    """Describe one HTTP-triggered function.
-
-    Args:
-        name: Function name.
-        function: The function object.
-        trigger: Its trigger's dict representation.
-
-    Returns:
-        The route description.
-    """
-    request_param = str(trigger.get("name") or "req")
-    client_param: str | None = None
-    task_hub = DEFAULT_TASK_HUB
-    bound = {request_param}
-    for binding in function.get_bindings():
-        info = binding.get_dict_repr()
-        binding_type, binding_name = info.get("type"), str(info.get("name"))
-        if binding_type == "durableClient":
-            client_param = binding_name
-            task_hub = str(info.get("taskHub") or DEFAULT_TASK_HUB)
-            bound.add(binding_name)
-        elif binding_type not in ("httpTrigger", "http"):
-            logger.warning(
-                "function %r: the local host does not provide %s binding %r", name, binding_type, binding_name
-            )
-    methods_raw = trigger.get("methods")
-    methods = frozenset(_enum_text(m).upper() for m in methods_raw) if methods_raw else None
-    user_function = function.get_user_function()
-    try:
-        parameter_names = set(inspect.signature(user_function).parameters)
-    except (TypeError, ValueError):
-        parameter_names = set()
-    return HttpRoute(
-        function_name=name,
-        route=RouteTemplate(str(trigger.get("route") or name)),
-        methods=methods,
-        auth_level=_enum_text(trigger.get("authLevel") or "function").lower(),
-        request_param=request_param,
-        client_param=client_param,
-        task_hub=task_hub,
-        user_function=user_function,
-        context_param="context" in parameter_names and "context" not in bound,
-    )
 
 
 class _InvocationContext(func.Context):
@@ -302,23 +78,8 @@ class _InvocationContext(func.Context):
         return None
 
 
-def split_path(raw_path: str) -> list[str]:
-    """Split a raw URL path into percent-decoded segments, ignoring one trailing slash.
-
-    Args:
-        raw_path: The path as sent, still percent-encoded.
-
-    Returns:
-        The decoded segments (``/`` gives ``[]``).
-    """
-    parts = raw_path.lstrip("/").split("/")
-    if parts and parts[-1] == "":
-        parts.pop()
-    return [unquote(p) for p in parts]
-
-
 class LocalHttpServer:
-    """Routes requests to the app's HTTP functions and to the durable webhook API."""
+    """The public listener's handler: routes requests to the app's HTTP functions and, with a key, the webhook API."""
 
     def __init__(
         self,
@@ -336,7 +97,7 @@ class LocalHttpServer:
             durable_api: Handler for ``/runtime/webhooks/durabletask/...``.
             route_prefix: Prefix of every function route (``api`` by default; empty for none).
             function_key: Key required by FUNCTION/ADMIN routes; None disables key checks.
-            rpc_base_url: Returns the webhook base URL handed to durable clients (known only once bound).
+            rpc_base_url: Returns the private webhook base URL handed to durable clients (known only once bound).
         """
         self.routes = routes
         self._durable_api = durable_api
@@ -344,17 +105,6 @@ class LocalHttpServer:
         self.route_prefix = "/".join(self._prefix)
         self._function_key = function_key
         self._rpc_base_url = rpc_base_url
-
-    def build_app(self) -> web.Application:
-        """Create the aiohttp application with one catch-all handler.
-
-        Returns:
-            The application, accepting bodies up to 32 MB.
-        """
-        app = web.Application(client_max_size=MAX_REQUEST_BODY_BYTES)
-        # `[\s\S]` rather than `.`: a decoded path may hold a newline (`%0A`), which must reach the app too.
-        app.router.add_route("*", r"/{tail:[\s\S]*}", self._handle)
-        return app
 
     def describe_routes(self, base_url: str) -> list[str]:
         """List the HTTP routes for the startup banner.
@@ -373,31 +123,8 @@ class LocalHttpServer:
             lines.append(f"  {methods:<14} {base_url}{prefix}{path}  [{route.function_name}]")
         return lines
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        """Serve one request and log it.
-
-        Args:
-            request: The incoming request.
-
-        Returns:
-            The response.
-        """
-        started = time.perf_counter()
-        status = 500
-        try:
-            response = await self._dispatch(request)
-            status = response.status
-            return response
-        except web.HTTPException as exc:
-            status = exc.status
-            code = "payload_too_large" if exc.status == 413 else "bad_request"
-            return error_response(exc.status, code, exc.reason)
-        finally:
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            logger.info("%s %s %d %.1fms", request.method, request.path, status, elapsed_ms)
-
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        """Choose between the webhook API and the function routes.
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Serve one request on the public listener: the webhook API (with a key) or a function route.
 
         Args:
             request: The incoming request.
@@ -407,7 +134,7 @@ class LocalHttpServer:
         """
         path = split_path(request.rel_url.raw_path)
         if [s.lower() for s in path[: len(WEBHOOK_SEGMENTS)]] == list(WEBHOOK_SEGMENTS):
-            return await self._durable_api.handle(request, path[len(WEBHOOK_SEGMENTS) :])
+            return await self._public_webhook(request, path[len(WEBHOOK_SEGMENTS) :])
         if [s.lower() for s in path[: len(self._prefix)]] != self._prefix:
             return error_response(404, "not_found", f"No function serves {request.path}.")
         path = path[len(self._prefix) :]
@@ -418,37 +145,61 @@ class LocalHttpServer:
         method = request.method.upper()
         allowed = [(r, p) for r, p in matches if r.methods is None or method in r.methods]
         if not allowed:
+            # Matches with methods=None accept any method, so every match here names its methods.
             methods = sorted({m for r, _ in matches for m in (r.methods or ())})
             return error_response(
                 405,
                 "method_not_allowed",
-                f"{method} is not allowed on {request.path}.",
+                f"{method} is not allowed on {request.path}; the functions serving it take {', '.join(methods)}.",
                 headers={"Allow": ", ".join(methods)},
             )
         route, params = min(allowed, key=lambda match: match[0].route.rank)
-        if not self._authorized(route, request):
+        if route.auth_level in _KEYED_AUTH_LEVELS and not self._has_key(request):
             return error_response(
                 401, "unauthorized", "This function needs a key in the x-functions-key header or the code parameter."
             )
         return await self._invoke(route, params, request)
 
-    def _authorized(self, route: HttpRoute, request: web.Request) -> bool:
-        """Check the function key for FUNCTION and ADMIN routes.
+    async def _public_webhook(self, request: web.BaseRequest, segments: list[str]) -> web.StreamResponse:
+        """Serve the durable webhook API on the public port: only with the function key, or, without one, to loopback.
+
+        On Azure this API needs the extension's system key; the app's own durable client uses the private listener.
 
         Args:
-            route: The matched route.
+            request: The incoming request.
+            segments: Path segments after ``runtime/webhooks/durabletask``.
+
+        Returns:
+            The webhook API's answer, 401 without the key, or 403 for a remote client when no key is configured.
+        """
+        if self._function_key is not None and not self._has_key(request):
+            return error_response(
+                401,
+                "unauthorized",
+                "The durable webhook API needs the function key in the x-functions-key header or the code parameter.",
+            )
+        if self._function_key is None and not _is_loopback(request.remote):
+            return error_response(
+                403, "forbidden", "Without a function key the durable webhook API accepts only loopback clients."
+            )
+        return await self._durable_api.handle(request, segments)
+
+    def _has_key(self, request: web.BaseRequest) -> bool:
+        """Tell whether the request carries the function key (always true when none is configured).
+
+        Args:
             request: The incoming request.
 
         Returns:
             True if the request may proceed.
         """
-        if self._function_key is None or route.auth_level not in _KEYED_AUTH_LEVELS:
+        if self._function_key is None:
             return True
         expected = self._function_key.encode()
         candidates = (request.headers.get("x-functions-key"), request.query.get("code"))
         return any(c is not None and hmac.compare_digest(c.encode(), expected) for c in candidates)
 
-    async def _invoke(self, route: HttpRoute, params: dict[str, str], request: web.Request) -> web.StreamResponse:
+    async def _invoke(self, route: HttpRoute, params: dict[str, str], request: web.BaseRequest) -> web.StreamResponse:
         """Call the user function and convert its result.
 
         Args:
@@ -459,7 +210,7 @@ class LocalHttpServer:
         Returns:
             The function's response, or a 500 JSON error if it raised.
         """
-        body = await request.read()
+        body = await read_body(request)
         headers: dict[str, str] = {}
         for name, value in request.headers.items():
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
@@ -526,3 +277,23 @@ def _to_web_response(result: Any) -> web.Response:
         textual = mimetype.startswith("text/") or mimetype.endswith(("json", "xml"))
         headers["Content-Type"] = f"{mimetype}; charset={result.charset}" if textual else mimetype
     return web.Response(status=result.status_code, body=result.get_body(), headers=headers)
+
+
+def _is_loopback(remote: str | None) -> bool:
+    """Tell whether a peer address is a loopback address.
+
+    Args:
+        remote: The peer address as aiohttp reports it.
+
+    Returns:
+        True for 127.0.0.0/8, ::1 and IPv4-mapped loopback; False for anything else or unknown peers.
+    """
+    if not remote:
+        return False
+    try:
+        address = ipaddress.ip_address(remote.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback

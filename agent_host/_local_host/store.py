@@ -1,19 +1,27 @@
 """Durable storage for the local host: entity states and the queue of acknowledged signals.
 
 One SQLite file holds both, so a batch's new state and the removal of the signals it consumed commit together.
+Every failure of the file (full disk, I/O error, damaged page) surfaces as a :class:`StorageError`, never as an
+error of the entity or request that needed the store.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import pathlib
 import sqlite3
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .._clock import SYSTEM_CLOCK, Clock
 
 DATABASE_FILE_NAME = "entities.sqlite3"
+MANIFEST_FILE_NAME = "entities.manifest.json"
+"""Written beside the database once it is created; while it exists, a missing or emptied database is refused."""
 
+_TABLES = ("entities", "signals")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (
     name TEXT NOT NULL,
@@ -31,6 +39,60 @@ CREATE TABLE IF NOT EXISTS signals (
 );
 CREATE INDEX IF NOT EXISTS signals_by_entity ON signals (name, key, seq);
 """
+
+
+class StorageError(Exception):
+    """The store could not read or write its file: a full disk, an I/O error, a damaged database page.
+
+    Not an error of the entity or request that needed the store: signals stay queued and are retried, outcomes
+    already computed are kept and their commit retried, and requests are answered 503.
+
+    Attributes:
+        cause: What went wrong in a few words, e.g. ``database or disk is full`` (SQLite's own words).
+    """
+
+    def __init__(self, message: str, *, cause: str) -> None:
+        """Describe one failure.
+
+        Args:
+            message: The whole explanation, naming the file.
+            cause: What went wrong in a few words.
+        """
+        super().__init__(message)
+        self.cause = cause
+
+
+class EmptiedStoreError(StorageError):
+    """The state directory held a store (its manifest says so) whose database is now missing or holds nothing."""
+
+    def __init__(self, path: pathlib.Path, manifest: pathlib.Path, problem: str) -> None:
+        """Describe the lost database and how to proceed.
+
+        Args:
+            path: The database file.
+            manifest: The manifest that records the database was created.
+            problem: What is wrong with the file, e.g. ``is empty (0 bytes)``.
+        """
+        super().__init__(
+            f"{path} {problem}, but {manifest} records that this directory held an entity store: its conversations "
+            f"and queued signals are not there. The local host did not start, so nothing was overwritten. Restore "
+            f"{path.name} from a backup, or delete {manifest} to start over with an empty store.",
+            cause=f"{path.name} {problem}",
+        )
+
+
+def _failure(path: pathlib.Path, action: str, exc: BaseException) -> StorageError:
+    """Wrap what SQLite or the OS raised.
+
+    Args:
+        path: The database file.
+        action: What the store was doing, e.g. ``commit a batch``.
+        exc: The error raised.
+
+    Returns:
+        The storage error to raise from ``exc``.
+    """
+    return StorageError(f"The entity store {path} could not {action}: {exc}.", cause=str(exc))
 
 
 @dataclass(frozen=True)
@@ -59,40 +121,116 @@ class EntityStore:
 
     Every method takes one lock, so the store can be shared by the HTTP server's event loop and the scheduler's
     worker threads. Durability: WAL journal with ``synchronous=FULL``, so an acknowledged signal survives a crash.
+    Every method raises :class:`StorageError` when the file fails.
     """
 
     def __init__(self, state_dir: pathlib.Path, clock: Clock = SYSTEM_CLOCK) -> None:
-        """Open (and create if needed) ``<state_dir>/entities.sqlite3``.
+        """Open (and create if needed) ``<state_dir>/entities.sqlite3`` and its manifest.
 
         Args:
             state_dir: Directory for the database file; created with its parents if missing.
             clock: Where the time a signal was accepted comes from.
+
+        Raises:
+            EmptiedStoreError: The manifest exists but the database is missing, empty or without its tables.
+            StorageError: The database cannot be opened (not a database, unreadable, full disk).
         """
         self._clock = clock
         state_dir.mkdir(parents=True, exist_ok=True)
         self.path: pathlib.Path = state_dir / DATABASE_FILE_NAME
+        self.manifest_path: pathlib.Path = state_dir / MANIFEST_FILE_NAME
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            str(self.path), check_same_thread=False, isolation_level=None
-        )
-        with self._lock:
-            conn = self._connection()
+        self._conn: sqlite3.Connection | None = None
+        created_before = self.manifest_path.exists()
+        if created_before and not self.path.exists():
+            raise EmptiedStoreError(self.path, self.manifest_path, "is missing")
+        if created_before and self.path.stat().st_size == 0:
+            raise EmptiedStoreError(self.path, self.manifest_path, "is empty (0 bytes)")
+        try:
+            conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _failure(self.path, "open the database", exc) from exc
+        try:
+            # Checked before anything writes to the file: a refused database is left exactly as it was found.
+            if created_before and not _has_tables(conn):
+                raise EmptiedStoreError(self.path, self.manifest_path, "holds none of the local host's tables")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.executescript(_SCHEMA)
+            self._unlimited_pages = int(conn.execute("PRAGMA max_page_count").fetchone()[0])
+        except sqlite3.Error as exc:
+            conn.close()
+            raise _failure(self.path, "open the database", exc) from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        if not created_before:
+            self._write_manifest()
 
-    def _connection(self) -> sqlite3.Connection:
-        """Return the open connection; the caller holds the lock.
+    def _write_manifest(self) -> None:
+        """Record that the database exists, so a later start can tell an emptied store from a new one.
 
-        Returns:
-            The SQLite connection.
+        Raises:
+            StorageError: The manifest cannot be written.
+        """
+        manifest = {
+            "database": DATABASE_FILE_NAME,
+            "about": "Written by agent_host's local host when it created the database. While this file exists, "
+            "the local host refuses to start on a missing or emptied database instead of starting empty.",
+        }
+        try:
+            self.manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:
+            self.close()
+            raise _failure(self.path, f"write its manifest {self.manifest_path}", exc) from exc
+
+    @contextlib.contextmanager
+    def _using(self, action: str) -> Iterator[sqlite3.Connection]:
+        """Hold the lock and the connection; turn SQLite and OS failures into :class:`StorageError`.
+
+        Args:
+            action: What the caller is doing, for the error message.
+
+        Yields:
+            The open connection.
 
         Raises:
             RuntimeError: If the store was closed.
+            StorageError: If SQLite or the OS failed.
         """
-        if self._conn is None:
-            raise RuntimeError("the entity store is closed")
-        return self._conn
+        with self._lock:
+            if self._conn is None:
+                raise RuntimeError("the entity store is closed")
+            try:
+                yield self._conn
+            except (sqlite3.Error, OSError) as exc:
+                raise _failure(self.path, action, exc) from exc
+
+    @contextlib.contextmanager
+    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
+        """Run the body in one write transaction, rolled back when anything in it fails.
+
+        Args:
+            action: What the caller is doing, for the error message.
+
+        Yields:
+            The connection, with a transaction open.
+
+        Raises:
+            StorageError: If SQLite or the OS failed; nothing of the transaction was stored.
+        """
+        with self._using(action) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                # SQLite may already have rolled back (it does on SQLITE_FULL); a failing ROLLBACK must not hide why.
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
 
     def read_state(self, name: str, key: str) -> str | None:
         """Read an entity's serialized state.
@@ -104,12 +242,8 @@ class EntityStore:
         Returns:
             The state JSON text, or None if the entity does not exist.
         """
-        with self._lock:
-            row = (
-                self._connection()
-                .execute("SELECT state FROM entities WHERE name = ? AND key = ?", (name, key))
-                .fetchone()
-            )
+        with self._using("read an entity's state") as conn:
+            row = conn.execute("SELECT state FROM entities WHERE name = ? AND key = ?", (name, key)).fetchone()
         return None if row is None else str(row[0])
 
     def write_state(self, name: str, key: str, state: str | None) -> None:
@@ -120,15 +254,8 @@ class EntityStore:
             key: Entity key.
             state: New state JSON text; None deletes the entity.
         """
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._put_state(conn, name, key, state)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._transaction("write an entity's state") as conn:
+            self._put_state(conn, name, key, state)
 
     def enqueue(self, name: str, key: str, operation: str, operation_input: str | None) -> int:
         """Durably append a signal to the queue.
@@ -142,8 +269,8 @@ class EntityStore:
         Returns:
             The signal's sequence number.
         """
-        with self._lock:
-            cursor = self._connection().execute(
+        with self._using("queue a signal") as conn:
+            cursor = conn.execute(
                 "INSERT INTO signals (name, key, operation, input, enqueued_at) VALUES (?, ?, ?, ?, ?)",
                 (name, key, operation, operation_input, self._clock.now_ms() / 1000),
             )
@@ -163,16 +290,12 @@ class EntityStore:
         Returns:
             Up to ``limit`` signals in queue order.
         """
-        with self._lock:
-            rows = (
-                self._connection()
-                .execute(
-                    "SELECT seq, name, key, operation, input, enqueued_at FROM signals"
-                    " WHERE name = ? AND key = ? ORDER BY seq LIMIT ?",
-                    (name, key, limit),
-                )
-                .fetchall()
-            )
+        with self._using("read queued signals") as conn:
+            rows = conn.execute(
+                "SELECT seq, name, key, operation, input, enqueued_at FROM signals"
+                " WHERE name = ? AND key = ? ORDER BY seq LIMIT ?",
+                (name, key, limit),
+            ).fetchall()
         return [Signal(seq=r[0], name=r[1], key=r[2], operation=r[3], input=r[4], enqueued_at=r[5]) for r in rows]
 
     def entities_with_pending(self) -> list[tuple[str, str]]:
@@ -181,12 +304,8 @@ class EntityStore:
         Returns:
             ``(name, key)`` pairs, ordered by their oldest pending signal.
         """
-        with self._lock:
-            rows = (
-                self._connection()
-                .execute("SELECT name, key FROM signals GROUP BY name, key ORDER BY MIN(seq)")
-                .fetchall()
-            )
+        with self._using("read queued signals") as conn:
+            rows = conn.execute("SELECT name, key FROM signals GROUP BY name, key ORDER BY MIN(seq)").fetchall()
         return [(str(r[0]), str(r[1])) for r in rows]
 
     def commit_batch(self, name: str, key: str, state: str | None, done_through_seq: int) -> None:
@@ -198,18 +317,9 @@ class EntityStore:
             state: The entity's state after the batch; None deletes the entity.
             done_through_seq: The highest sequence number in the batch; this entity's signals up to it are removed.
         """
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._put_state(conn, name, key, state)
-                conn.execute(
-                    "DELETE FROM signals WHERE name = ? AND key = ? AND seq <= ?", (name, key, done_through_seq)
-                )
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._transaction("commit a batch") as conn:
+            self._put_state(conn, name, key, state)
+            conn.execute("DELETE FROM signals WHERE name = ? AND key = ? AND seq <= ?", (name, key, done_through_seq))
 
     def discard_signals(self, name: str, key: str, seqs: list[int]) -> None:
         """Remove specific signals without touching the entity's state (used for dead-lettering).
@@ -219,17 +329,32 @@ class EntityStore:
             key: Entity key.
             seqs: Sequence numbers to remove.
         """
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(
-                    "DELETE FROM signals WHERE name = ? AND key = ? AND seq = ?", [(name, key, s) for s in seqs]
-                )
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._transaction("discard signals") as conn:
+            conn.executemany(
+                "DELETE FROM signals WHERE name = ? AND key = ? AND seq = ?", [(name, key, s) for s in seqs]
+            )
+
+    def limit_pages(self, max_pages: int | None) -> None:
+        """Fault injection for tests: a full disk. SQLite refuses to grow the database past ``max_pages`` pages.
+
+        Writes that need a new page then fail with SQLite's own SQLITE_FULL ("database or disk is full"), as on a
+        disk with no space left; a limit under the current size means the current size.
+
+        Args:
+            max_pages: The most pages the database may hold; None lifts the limit.
+        """
+        pages = self._unlimited_pages if max_pages is None else max(1, int(max_pages))
+        with self._using("limit its size") as conn:
+            conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    def page_count(self) -> int:
+        """How many pages the database holds now (see :meth:`limit_pages`).
+
+        Returns:
+            The page count.
+        """
+        with self._using("count its pages") as conn:
+            return int(conn.execute("PRAGMA page_count").fetchone()[0])
 
     def close(self) -> None:
         """Close the database; further calls raise RuntimeError. Closing twice is harmless."""
@@ -256,3 +381,16 @@ class EntityStore:
                 " ON CONFLICT (name, key) DO UPDATE SET state = excluded.state",
                 (name, key, state),
             )
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    """Tell whether the database holds the local host's tables.
+
+    Args:
+        conn: An open connection.
+
+    Returns:
+        True when every table of the schema exists.
+    """
+    names = {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return set(_TABLES) <= names

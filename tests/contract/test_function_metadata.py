@@ -16,7 +16,7 @@ from conftest import ScriptedChatClient, build_app, make_agent
 from worker_metadata import IndexedApp, index, load_template_module, offline_environment, template_app
 
 from agent_host._app import entity_name_for
-from agent_host._local_host.server import discover_functions
+from agent_host._local_host.functions import discover_functions
 
 # The host's function name rule (ScriptHost.ValidateName), applied case-insensitively.
 FUNCTION_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,127}$")

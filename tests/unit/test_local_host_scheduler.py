@@ -80,11 +80,11 @@ def make_app(seen: Seen, before: Callable[[], None] | None = None) -> df.DFApp:
         payload = {"exists": state.entity_exists, "value": state.entity_state}
         return func.HttpResponse(json.dumps(payload), mimetype="application/json")
 
-    @app.route(route="echo/{first}/{rest?}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+    @app.route(route="echo/{first}/{rest}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
     def echo(req: func.HttpRequest) -> func.HttpResponse:
         return func.HttpResponse(json.dumps({"route": "param", **req.route_params}), mimetype="application/json")
 
-    @app.route(route="echo/fixed/{rest?}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+    @app.route(route="echo/fixed/{rest}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
     def echo_fixed(req: func.HttpRequest) -> func.HttpResponse:
         return func.HttpResponse(json.dumps({"route": "literal", **req.route_params}), mimetype="application/json")
 
@@ -97,7 +97,7 @@ def client_for(host: LocalHost) -> df.DurableOrchestrationClient:
         "taskHubName": "LocalHub",
         "creationUrls": {},
         "managementUrls": {},
-        "rpcBaseUrl": f"{host.base_url}/runtime/webhooks/durabletask/",
+        "rpcBaseUrl": host.rpc_base_url,
     }
     return df.DurableOrchestrationClient(json.dumps(binding))
 
@@ -271,26 +271,31 @@ def test_function_key_routing_and_error_bodies(tmp_path: pathlib.Path) -> None:
                 # Anonymous routes need no key; literal segments beat parameters; segments are percent-decoded.
                 async with http.get(f"{host.base_url}/api/echo/fixed/a%20b") as response:
                     assert await response.json() == {"route": "literal", "rest": "a b"}
-                async with http.get(f"{host.base_url}/api/echo/other") as response:
-                    assert await response.json() == {"route": "param", "first": "other"}
+                async with http.get(f"{host.base_url}/api/echo/other/x") as response:
+                    assert await response.json() == {"route": "param", "first": "other", "rest": "x"}
         finally:
             await host.stop()
 
     run(scenario)
 
 
-def test_signals_for_undefined_entities_are_kept_without_blocking(tmp_path: pathlib.Path) -> None:
-    """Signals for entity names the app lacks stay queued and do not block idleness."""
+def test_signals_for_entities_the_app_lacks_are_refused_and_never_queued(tmp_path: pathlib.Path) -> None:
+    """A signal for an entity name the app does not define answers 404 instead of waiting in the queue forever."""
     seen: Seen = []
 
     async def scenario() -> None:
         host = LocalHost(make_app(seen), state_dir=tmp_path, port=0)
         await host.start()
         try:
-            await client_for(host).signal_entity(df.EntityId("Ghost", "g"), "boo", {"x": 1})
-            await host.scheduler.wait_idle(5)
-            pending = host.store.pending("ghost", "g", 10)
-            assert [(s.operation, s.input) for s in pending] == [("boo", raw_input({"x": 1}))]
+            with pytest.raises(Exception, match="unexpected status code 404"):
+                await client_for(host).signal_entity(df.EntityId("Ghost", "g"), "boo", {"x": 1})
+            url = f"{host.rpc_base_url}entities/ghost/g?op=boo"
+            async with aiohttp.ClientSession() as http, http.post(url, json="{}") as response:
+                assert response.status == 404
+                body = await response.json()
+            assert body["error"]["code"] == "entity_not_found"
+            assert "'ghost'" in body["error"]["message"] and "counter" in body["error"]["message"]
+            assert host.store.entities_with_pending() == []
             assert seen == []
         finally:
             await host.stop()
@@ -446,9 +451,12 @@ def test_failures_are_retried_one_signal_at_a_time_then_succeed(tmp_path: pathli
         store.close()
 
 
-def test_a_signal_that_keeps_failing_is_dead_lettered(tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
-    """A signal failing max_attempts times is dropped into a dead-letter log line."""
+def test_a_signal_that_keeps_failing_is_dead_lettered_with_ids_and_sizes_never_its_input(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A signal failing max_attempts times is dropped into a dead-letter log line that names it but holds no input."""
     calls: list[int] = []
+    secret = "my card number is 4111 1111 1111 1111"
 
     def broken(request: str) -> str:
         calls.append(len(json.loads(request)["batch"]))
@@ -457,20 +465,23 @@ def test_a_signal_that_keeps_failing_is_dead_lettered(tmp_path: pathlib.Path, ca
     store = EntityStore(tmp_path)
     store.write_state("counter", "k", "41")
     first = store.enqueue("counter", "k", "add", raw_input(1))
-    second = store.enqueue("counter", "k", "add", raw_input(2))
+    second = store.enqueue("counter", "k", "add", raw_input(secret))
     scheduler = EntityScheduler(store, {"counter": broken}, max_attempts=2, retry_backoff_seconds=0.01)
     try:
-        with caplog.at_level(logging.ERROR, logger="agent_host._local_host.scheduler"):
+        with caplog.at_level(logging.DEBUG, logger="agent_host._local_host"):
             scheduler.start()
             asyncio.run(scheduler.wait_idle(5))
         assert calls == [2, 1, 1, 1]
         assert store.pending("counter", "k", 10) == []
         assert store.read_state("counter", "k") == "41"
-        dead = [json.loads(r.getMessage().split(": ", 1)[1]) for r in caplog.records if "dead-letter" in r.getMessage()]
-        assert [(d["seq"], d["operation"], d["input"]) for d in dead] == [
-            (first, "add", raw_input(1)),
-            (second, "add", raw_input(2)),
-        ]
     finally:
         scheduler.stop()
         store.close()
+
+    dead = [json.loads(r.getMessage().split(": ", 1)[1]) for r in caplog.records if "dead-letter" in r.getMessage()]
+    assert [(d["seq"], d["key"], d["operation"], d["inputBytes"]) for d in dead] == [
+        (first, "k", "add", len(raw_input(1))),
+        (second, "k", "add", len(raw_input(secret))),
+    ]
+    assert all("input" not in record for record in dead)
+    assert not [r for r in caplog.records if "4111" in r.getMessage()]

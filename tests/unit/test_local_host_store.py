@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_host._local_host.store import DATABASE_FILE_NAME, EntityStore
+from agent_host._local_host.store import DATABASE_FILE_NAME, EntityStore, StorageError
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_failed_commit_rolls_back_state_and_keeps_signals(store: EntityStore, mo
         raise OSError("simulated crash mid-transaction")
 
     monkeypatch.setattr(EntityStore, "_put_state", staticmethod(put_then_fail))
-    with pytest.raises(OSError, match="simulated crash"):
+    with pytest.raises(StorageError, match="could not commit a batch: simulated crash"):
         store.commit_batch("counter", "a", "2", done_through_seq=seq)
     monkeypatch.undo()
 
