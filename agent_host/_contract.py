@@ -32,7 +32,8 @@ from ._retention_settings import MIN_STATE_BYTES, RetentionModeName, RetentionSe
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
-CHANGE_ID_PATTERN = r"[A-Za-z0-9_-]{1,64}"
+# Anchored: pydantic's `pattern` matches anywhere in the string unless told otherwise.
+CHANGE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_APPROVALS_PER_TURN = 32
 
 # The operations a conversation entity runs; the HTTP side signals them and knows nothing else of the entity.
@@ -228,7 +229,7 @@ class RunOperation(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
 
-    turn_id: str = Field(pattern=TURN_ID_PATTERN.pattern)
+    turn_id: str = Field(pattern=f"^{TURN_ID_PATTERN.pattern}$")
     message: str | None = None
     approvals: list[ApprovalAnswer] = Field(default_factory=list)
     idempotency_key: str | None = None

@@ -58,7 +58,11 @@ class ConversationClient:
         """
         try:
             response = await self._client.read_entity_state(self._entity(conversation_id))
-        except ValueError as exc:  # the host answered, with a body that is not JSON: the stored state
+        except ValueError as exc:
+            # The SDK parses the body before it looks at the status: only a 200 means the stored state is not JSON.
+            status = await self._read_status(conversation_id)
+            if status != 200:
+                raise StorageUnavailableError(f"the durable host answered {status} without a readable body") from None
             raise StateCorruptError(f"is not valid JSON ({exc})") from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
@@ -67,6 +71,17 @@ class ConversationClient:
         if not response.entity_exists:
             return None
         return decode_state(response.entity_state)
+
+    async def _read_status(self, conversation_id: str) -> int:
+        """The status the host answers a read of the conversation with, body unread (only when the SDK failed)."""
+        # The binding's RPC base URL is where the SDK sends its own read; it exposes no public accessor.
+        base = self._client._orchestration_bindings.rpc_base_url
+        url = f"{base}{df.EntityId.get_entity_id_url_path(self._entity(conversation_id))}"
+        try:
+            async with aiohttp.ClientSession() as session, session.get(url) as response:
+                return response.status
+        except (aiohttp.ClientError, TimeoutError):
+            return 0
 
     async def read_for_delete(self, conversation_id: str) -> StoredState | None:
         """The state as `read` gives it, or for state that cannot be read, a stand-in that exists.
