@@ -1,0 +1,1 @@
+"""Streaming turns: the durable channel between the entity that produces a turn and the HTTP requests that watch it."""
