@@ -7,15 +7,17 @@ import http.client
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from azure.durable_functions.models.utils import http_utils
 
 from agent_host._local_host import LocalHost
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -99,3 +101,15 @@ def child_pythonpath(*paths: Path) -> str:
     """PYTHONPATH for a child `python`: `paths` first, then this process's own (which may shift the clock)."""
     inherited = [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep) if part]
     return os.pathsep.join([*(str(path) for path in paths), *inherited])
+
+
+def run_on_fresh_loop(make_coro: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine on a fresh event loop, then close the durable client's session bound to that loop."""
+
+    async def main() -> T:
+        try:
+            return await make_coro()
+        finally:
+            await http_utils._close_session()
+
+    return asyncio.run(main())

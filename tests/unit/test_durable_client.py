@@ -7,11 +7,10 @@ shared aiohttp session at its end, because that session is bound to the loop tha
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -19,7 +18,7 @@ from typing import Any, TypeVar
 import azure.durable_functions as df
 import pytest
 from aiohttp import web
-from azure.durable_functions.models.utils import http_utils
+from hosting import run_on_fresh_loop as run
 
 from agent_host._conversation.state import (
     APPLIED_CHANGES_KEY,
@@ -121,18 +120,6 @@ def closed_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def run(make_coro: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine on a fresh loop, then close the durable client's loop-bound session."""
-
-    async def main() -> T:
-        try:
-            return await make_coro()
-        finally:
-            await http_utils._close_session()
-
-    return asyncio.run(main())
 
 
 def read_with(*answers: Answer) -> tuple[StoredState | None, list[Seen]]:

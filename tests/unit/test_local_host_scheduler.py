@@ -11,31 +11,19 @@ import json
 import logging
 import pathlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import aiohttp
 import azure.durable_functions as df
 import azure.functions as func
 import pytest
-from azure.durable_functions.models.utils import http_utils
+from hosting import run_on_fresh_loop as run
 
 from agent_host._local_host import EntityScheduler, EntityStore, LocalHost
 
 T = TypeVar("T")
 Seen = list[tuple[str, str, Any]]
-
-
-def run(make_coro: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine on a fresh loop, then close the durable client's loop-bound session."""
-
-    async def main() -> T:
-        try:
-            return await make_coro()
-        finally:
-            await http_utils._close_session()
-
-    return asyncio.run(main())
 
 
 def counter_operation(

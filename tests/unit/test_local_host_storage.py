@@ -16,14 +16,14 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import aiohttp
 import azure.durable_functions as df
 import pytest
-from azure.durable_functions.models.utils import http_utils
 from hosting import child_pythonpath
+from hosting import run_on_fresh_loop as run
 
 from agent_host._local_host import LocalHost
 from agent_host._local_host.store import (
@@ -37,18 +37,6 @@ from agent_host._local_host.store import (
 T = TypeVar("T")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIG = 200_000  # characters: a state this size needs many new pages, so a full database cannot take it
-
-
-def run(make_coro: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine on a fresh loop, then close the durable client's loop-bound session."""
-
-    async def main() -> T:
-        try:
-            return await make_coro()
-        finally:
-            await http_utils._close_session()
-
-    return asyncio.run(main())
 
 
 class Journal:
