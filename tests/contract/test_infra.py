@@ -73,10 +73,8 @@ def app_settings(backend: str) -> dict[str, str]:
 
 
 def guide_text() -> str:
-    """README's deployment section and docs/deployment.md: what a user reads before `azd up`."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Deploying to Azure Functions\n", 1)[1].split("\n## ", 1)[0]
-    return section + (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
+    """docs/deployment.md: what a user reads before `azd up`."""
+    return (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
 
 
 def test_there_is_a_main_file_and_modules() -> None:

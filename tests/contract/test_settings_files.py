@@ -1,6 +1,6 @@
 """Contract: host.json and local.settings.json.template match their published schemas and what the code reads.
 
-Every app setting the code reads is in the template and in README's Configuration table; every template entry
+Every app setting the code reads is in the template and in docs/configuration.md's table; every template entry
 is read by the code, referenced from host.json, or is one of the few the Functions host itself reads.
 """
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "tests" / "data" / "schemas"
 HOST_JSON = ROOT / "host.json"
 TEMPLATE = ROOT / "local.settings.json.template"
-README = ROOT / "README.md"
+CONFIGURATION = ROOT / "docs" / "configuration.md"
 CODE = [ROOT / "function_app.py", *sorted((ROOT / "agent_host").rglob("*.py"))]
 
 # Settings in the template that no Python code here reads: the Functions host (or its extensions) reads them.
@@ -111,9 +111,9 @@ def host_json_references() -> set[str]:
 
 
 def documented_settings() -> list[str]:
-    """The setting names in README's Configuration table."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    """The setting names in the "App settings" table of docs/configuration.md."""
+    text = CONFIGURATION.read_text(encoding="utf-8")
+    section = text.split("\n## App settings\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\|\s*`([^`]+)`\s*\|", section, flags=re.MULTILINE)
 
 
@@ -193,7 +193,7 @@ def test_every_template_setting_is_read_by_someone() -> None:
     assert sorted(set(load_json(TEMPLATE)["Values"]) - used) == []
 
 
-def test_every_template_setting_is_documented_once_in_the_readme() -> None:
+def test_every_template_setting_is_documented_once_in_the_configuration_page() -> None:
     documented = documented_settings()
 
     assert sorted(set(load_json(TEMPLATE)["Values"]) - set(documented)) == []
