@@ -63,6 +63,7 @@ from .turn_records import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
     completed_record,
+    expired_keyed_turn,
     failed_record,
     find_keyed_turn,
     keep_delivered_answers,
@@ -137,6 +138,11 @@ class ConversationEntity:
             # A retry of an Idempotency-Key already answered: its caller reads the original turn; nothing is
             # written, so no number of retries can push the original's record out (failure 15).
             context.set_result({"turnId": earlier[0], "status": earlier[1]["status"], "duplicate": True})
+            return
+        expired = expired_keyed_turn(state, request.idempotency_key) if request.idempotency_key else None
+        if expired is not None:
+            # The key's turn ran and its receipt is gone: the retry reads 410, the model does not run again.
+            context.set_result({"turnId": expired, "status": "expired", "duplicate": True})
             return
         started = time.perf_counter()
         committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes)

@@ -189,6 +189,12 @@ def find_turn(state: StoredState, turn_id: str) -> tuple[str, dict[str, Any] | N
     return turn_id, None
 
 
+def expired_keyed_turn(state: StoredState, idempotency_key: str) -> str | None:
+    """The expired turn that ran for an Idempotency-Key, if its id is still remembered."""
+    suffix = KEYED_MARKER + key_digest(idempotency_key)
+    return next((known for known in state.get(EXPIRED_TURNS_KEY, ()) if known.endswith(suffix)), None)
+
+
 def is_expired(state: StoredState, turn_id: str) -> bool:
     """Whether the turn ran but its record is no longer kept (it answers 410)."""
     if turn_id in state.get(EXPIRED_TURNS_KEY, ()):

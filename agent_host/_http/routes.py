@@ -39,6 +39,7 @@ from .._conversation.state import (
     is_deleted,
 )
 from .._conversation.turn_records import (
+    expired_keyed_turn,
     find_keyed_turn,
     find_turn,
     is_expired,
@@ -147,6 +148,9 @@ class Routes:
                 # which that turn answered) again.
                 earlier_id, earlier_record = earlier
                 return self._answer_keyed(conversation_id, live, earlier_id, earlier_record, digest, key, turns_url)
+            expired = expired_keyed_turn(live, key) if live is not None else None
+            if expired is not None:
+                raise TurnExpiredError(conversation_id, expired)
             payload.update(idempotencyKey=key, requestHash=digest)
         if request.approvals:
             # The entity checks too; checking here answers a wrong id with 400 instead of a failed turn.

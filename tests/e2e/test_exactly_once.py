@@ -239,3 +239,26 @@ def test_a_retry_answered_202_reads_the_original_turn_at_its_own_location(tmp_pa
     assert read.status == 200
     assert read.json()["turnId"] == first.json()["turnId"] and read.json()["text"] == "reply 1: once"
     assert len(client.calls) == 1
+
+
+def test_a_retry_of_a_key_whose_receipt_expired_answers_410_and_never_runs_the_model_again(tmp_path: Path) -> None:
+    client = ScriptedChatClient()
+    settings = HostSettings(max_turn_records=2)
+    running = RunningHost(lambda: build_app(make_agent(client), settings=settings), tmp_path)
+    key = {"Idempotency-Key": "pay-once"}
+    try:
+        first = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
+        for number in range(2):
+            running.request("POST", f"{BASE}/c1/turns", {"message": f"later {number}"})
+        retry = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
+        again = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
+        turn_count = running.request("GET", f"{BASE}/c1").json()["turnCount"]
+    finally:
+        running.stop()
+
+    assert first.status == 200
+    assert (retry.status, retry.json()["error"]["code"]) == (410, "turn_expired")
+    assert retry.json()["turnId"] == first.json()["turnId"]
+    assert (again.status, again.json()["turnId"]) == (410, first.json()["turnId"])
+    assert [call[-1].text for call in client.calls].count("pay") == 1
+    assert turn_count == 3

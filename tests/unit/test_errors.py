@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import re
 from pathlib import Path
 
 import pytest
@@ -453,3 +454,10 @@ def test_every_code_the_package_spells_is_in_the_status_table() -> None:
     }
 
     assert unknown == {}
+
+
+def test_every_code_is_documented_in_the_http_reference_with_its_status() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "http.md").read_text(encoding="utf-8")
+    documented = {code: int(status) for code, status in re.findall(r"^\| `([a-z_]+)` \| (\d{3}) \|", text, re.M)}
+
+    assert documented == ERROR_STATUS
