@@ -130,13 +130,13 @@ class ConversationEntity:
         turn_id = request.turn_id
         state, stored_bytes = self._load_state(context, read_raw_state(context))
         if turn_id in state.get(TURNS_KEY, {}):
-            # Signals arrive at least once: a known turn id returns its recorded result (failure 9).
+            # Signals arrive at least once: a known turn id returns its recorded result (architecture.md, failure 9).
             context.set_result({"turnId": turn_id, "status": state[TURNS_KEY][turn_id]["status"], "duplicate": True})
             return
         earlier = find_keyed_turn(state, request.idempotency_key) if request.idempotency_key else None
         if earlier is not None:
             # A retry of an Idempotency-Key already answered: its caller reads the original turn; nothing is
-            # written, so no number of retries can push the original's record out (failure 15).
+            # written, so no number of retries can push the original's record out (architecture.md, failure 15).
             context.set_result({"turnId": earlier[0], "status": earlier[1]["status"], "duplicate": True})
             return
         expired = expired_keyed_turn(state, request.idempotency_key) if request.idempotency_key else None
@@ -264,7 +264,7 @@ class ConversationEntity:
             )
             if TURNS_KEY in state:
                 state[TURNS_KEY] = keep_delivered_answers(state[TURNS_KEY], stored, state[MESSAGES_KEY])
-        # Summaries call-level compaction put in the response stay in the transcript only (failure 5).
+        # Summaries call-level compaction put in the response stay in the transcript only (architecture.md, failure 5).
         response = delivered_response(response, request.turn_id)
         state[SESSION_KEY] = snapshot_session(
             session,

@@ -127,8 +127,9 @@ def assign_transcript_ids(messages: Sequence[Message]) -> None:
     Core's compaction names an unnamed message `msg_{position}` when it first groups it, or the next free
     `msg_{n}` from the end of the list when that name is taken. The ids feed group ids, summary links and the
     token estimates compaction caches, so naming alike keeps durable history identical to an in-process run.
-    The id is stored with the message, so every later load sees the same id whatever the object (failure 1).
-    A repeated id is renamed too: the transcript is reconciled by id, so ids must be unique.
+    The id is stored with the message, so every later load sees the same id whatever the object
+    (architecture.md, failure 1). A repeated id is renamed too: the transcript is reconciled by id, so ids must be
+    unique.
     """
     taken = {message.message_id for message in messages if message.message_id}
     seen: set[str] = set()
@@ -150,7 +151,8 @@ def assign_message_ids(messages: Iterable[Message], turn_id: str, taken: set[str
     """Give every message without an id (or with a duplicate one) an id derived from its turn and order.
 
     For messages outside a durable transcript (a turn's answer when history lives elsewhere): `{turn_id}.{n}` is
-    derived from persisted fields, never from object identity, which changes across cold starts (failure 1).
+    derived from persisted fields, never from object identity, which changes across cold starts
+    (architecture.md, failure 1).
     """
     counter = 0
     for message in messages:
@@ -174,8 +176,8 @@ def delivered_response(response: AgentResponse, turn_id: str) -> AgentResponse:
 
     Core 1.23 returns the summaries its call-level compaction made of the run's own messages inside the
     response; they belong in the transcript, but a caller must never receive text the agent did not write
-    (failure 5). Unnamed messages are named `{turn_id}.{n}` on copies: when history lives with the user's own
-    provider or the service, the response's messages may be the very objects that store keeps.
+    (architecture.md, failure 5). Unnamed messages are named `{turn_id}.{n}` on copies: when history lives with the
+    user's own provider or the service, the response's messages may be the very objects that store keeps.
     """
     messages = [message for message in response.messages if not is_compaction_summary(message)]
     if len(messages) == len(response.messages) and all(message.message_id for message in messages):
@@ -199,7 +201,7 @@ def reconcile_by_message_id(
     """The new stored transcript: the buffer in its order, annotations written onto the record with the same id.
 
     Matching by id, never by position: strategies insert summaries mid-history, which shifts positions
-    (failures 2 and 3). A stored message missing from the buffer is kept after its stored predecessor.
+    (architecture.md, failures 2 and 3). A stored message missing from the buffer is kept after its stored predecessor.
     `reuse` returns the stored record of a message the run left unchanged, so it is not encoded again.
     """
     reused = [reuse(message) for message in buffer] if reuse is not None else []

@@ -59,7 +59,7 @@ _TOKENIZER = CharacterEstimatorTokenizer()
 
 @dataclass(frozen=True)
 class TokenBudget:
-    """A byte allowance expressed in core's token units, calibrated on persisted bytes (failure 6).
+    """A byte allowance expressed in core's token units, calibrated on persisted bytes (architecture.md, failure 6).
 
     Core's compaction counts tokens (about four characters each); retention must stay under bytes. The ratio
     comes from the stored JSON of the evictable messages, never from their text: a tool-only history has

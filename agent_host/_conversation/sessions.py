@@ -49,7 +49,7 @@ def register_state_types(types: Sequence[type]) -> None:
 
 
 def session_id_for(agent_name: str, conversation_id: str) -> str:
-    """The core session id: stable per conversation and distinct per agent (failure 11).
+    """The core session id: stable per conversation and distinct per agent (architecture.md, failure 11).
 
     Agent names contain no dot, so the first dot separates the two parts unambiguously.
     """
@@ -71,7 +71,7 @@ def snapshot_session(
 ) -> dict[str, Any] | None:
     """The session as stored, without the derived history slice; the last good one if it won't serialize.
 
-    A value that cannot be serialized must not fail the save and bury the turn's answer (failure 12).
+    A value that cannot be serialized must not fail the save and bury the turn's answer (architecture.md, failure 12).
     """
     # Core gives every provider an empty slice; storing those would only add bytes.
     state = {key: value for key, value in session.state.items() if key != derived_source_id and value != {}}
