@@ -173,26 +173,31 @@ class OrchestrationScheduler:
             instance_id: The instance.
         """
         with self._lock:
-            if self._episodes is None or self._stopping.is_set():
-                return
-            if instance_id in self._active:
-                self._dirty.add(instance_id)
-                return
-            self._active.add(instance_id)
-            self._episodes.submit(self._drain, instance_id)
+            self._schedule_locked(instance_id)
+
+    def _schedule_locked(self, instance_id: str) -> None:
+        """:meth:`schedule`, with the lock held."""
+        if self._episodes is None or self._stopping.is_set():
+            return
+        if instance_id in self._active:
+            self._dirty.add(instance_id)
+            return
+        self._active.add(instance_id)
+        self._episodes.submit(self._drain, instance_id)
 
     def wake(self) -> None:
         """Make the timer loop read the clock now (after a test clock was moved)."""
         self._timer_wake.set()
 
     def is_idle(self) -> bool:
-        """Tell whether no episode or activity is running or queued (timers not yet due do not count).
+        """Tell whether no episode or activity is running or queued, and no timer is due (later ones do not count).
 
         Returns:
             True when idle.
         """
+        now = self._clock.now_ms()
         with self._lock:
-            if self._active or self._running_activities:
+            if self._active or self._running_activities or (self._timers and self._timers[0][0] <= now):
                 return False
         return not self.store.queued_activities()
 
@@ -446,13 +451,10 @@ class OrchestrationScheduler:
         while not self._stopping.is_set():
             self._timer_wake.clear()  # before reading the heap, so a timer added meanwhile wakes the wait below
             now = self._clock.now_ms()
-            due: list[str] = []
-            with self._lock:
+            with self._lock:  # popped and scheduled under one lock, so is_idle never sees a due timer in neither place
                 while self._timers and self._timers[0][0] <= now:
-                    due.append(heapq.heappop(self._timers)[1])
+                    self._schedule_locked(heapq.heappop(self._timers)[1])
                 next_due = self._timers[0][0] if self._timers else None
-            for instance_id in dict.fromkeys(due):
-                self.schedule(instance_id)
             wait = self._poll if next_due is None else min(self._poll, max(0.0, (next_due - now) / 1000))
             self._timer_wake.wait(wait)
 
