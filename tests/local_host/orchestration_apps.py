@@ -112,6 +112,8 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
         request = json.loads(context)
         results, signals = [], []
         for operation in request["batch"]:
+            if operation["name"] == "explode":  # the entity function itself fails: the host retries, then gives up
+                raise RuntimeError("the relay entity function crashed")
             amount = json.loads(operation["input"])
             signals.append(
                 {"target": {"name": "counter", "key": "relayed"}, "name": "add", "input": operation["input"]}
@@ -270,6 +272,14 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
     def unknown_entity(context: df.DurableOrchestrationContext):
         try:
             yield context.call_entity(df.EntityId("nosuch", "k"), "add", 1)
+        except Exception as exc:
+            return str(exc)
+        return "not reached"
+
+    @app.orchestration_trigger(context_name="context")
+    def dead_letter_call(context: df.DurableOrchestrationContext):
+        try:
+            yield context.call_entity(df.EntityId("relay", "r2"), "explode", 1)
         except Exception as exc:
             return str(exc)
         return "not reached"

@@ -119,17 +119,20 @@ def test_events_raised_before_their_wait_are_kept_and_delivered_once_each(orches
     assert len(events_of(orchestrations.history(instance_id), T.EVENT_RAISED)) == 2
 
 
-def test_a_cancelled_timer_never_fires(orchestrations: OrchestrationHost) -> None:
+def test_a_cancelled_timer_is_deleted_and_never_fires(orchestrations: OrchestrationHost) -> None:
     instance_id = orchestrations.start_new("approval", "cancelled")
+    store = orchestrations.local.orchestrations.store
+    (pending,) = store.load_episode(instance_id, EPOCH_MS + 10**9).inbox  # the timer, due in 60 s
+
     orchestrations.raise_event(instance_id, "decision", "yes")
 
+    assert pending.kind.value == "timer"
+    assert store.load_episode(instance_id, EPOCH_MS + 10**9).inbox == []  # cancelled: its row went with the episode
     orchestrations.advance(3600)
-
     history = orchestrations.history(instance_id)
     (created,) = events_of(history, T.TIMER_CREATED)
     assert created["FireAt"] == format_timestamp(EPOCH_MS + 60_000)
     assert not events_of(history, T.TIMER_FIRED)
-    assert orchestrations.local.orchestrations.store.load_episode(instance_id, EPOCH_MS + 10**9).inbox == []
 
 
 def test_a_timer_fires_when_its_time_comes_and_not_before(orchestrations: OrchestrationHost) -> None:
@@ -248,3 +251,19 @@ def test_parallel_instances_run_on_the_worker_pool(tmp_path: Path, monkeypatch: 
         assert len(log.read_text().splitlines()) == 30  # each square ran once
     finally:
         running.stop()
+
+
+def test_a_call_whose_entity_function_keeps_failing_is_answered_with_a_failure(
+    orchestrations: OrchestrationHost,
+) -> None:
+    instance_id = orchestrations.start_new("dead_letter_call", "dead-letter")
+    for _ in range(100):  # the entity scheduler retries on real time (0.2 s, then 0.4 s) before it dead-letters
+        if orchestrations.instance(instance_id).is_terminal:
+            break
+        time.sleep(0.05)
+        orchestrations.settle()
+
+    assert orchestrations.output(instance_id) == (
+        "The entity operation 'explode' on @relay@r2 failed 3 times and was dead-lettered; see the host log."
+    )
+    check_well_formed(orchestrations.history(instance_id))
