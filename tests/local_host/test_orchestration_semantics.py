@@ -13,6 +13,7 @@ from azure.durable_functions.models.history.HistoryEventType import HistoryEvent
 from clocks import EPOCH_MS, ManualClock
 
 from agent_host._local_host.orchestration_protocol import format_timestamp
+from agent_host._local_host.outbox import InboxKind, OrchestrationEvent
 
 from .driving import OrchestrationHost
 from .histories import check_well_formed, entity_request
@@ -267,3 +268,22 @@ def test_a_call_whose_entity_function_keeps_failing_is_answered_with_a_failure(
         "The entity operation 'explode' on @relay@r2 failed 3 times and was dead-lettered; see the host log."
     )
     check_well_formed(orchestrations.history(instance_id))
+
+
+def test_a_duplicate_completion_in_the_inbox_never_reaches_the_orchestrator(orchestrations: OrchestrationHost) -> None:
+    instance_id = orchestrations.start_new("changing_code", "duplicate")
+    (completed,) = events_of(orchestrations.history(instance_id), T.TASK_COMPLETED)
+    duplicate = {**completed, "IsPlayed": False, "Result": '"a second outcome"'}
+    execution_id = orchestrations.instance(instance_id).execution_id
+    now = orchestrations.clock.now_ms()
+    orchestrations.local.orchestrations.store.send(
+        [OrchestrationEvent(instance_id, execution_id, InboxKind.COMPLETION, duplicate, now, now)]
+    )
+
+    # Delivered to the SDK, the duplicate would be parked with a warning (an error in this suite) and the instance
+    # would fail; the episode drops it because task 0 is no longer open.
+    orchestrations.raise_event(instance_id, "continue", None)
+
+    assert orchestrations.instance(instance_id).status == "Completed"
+    assert orchestrations.output(instance_id) == "Hello v1!"
+    assert len(events_of(orchestrations.history(instance_id), T.TASK_COMPLETED)) == 1
