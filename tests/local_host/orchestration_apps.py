@@ -245,6 +245,7 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
 
     @app.orchestration_trigger(context_name="context")
     def two_events(context: df.DurableOrchestrationContext):
+        yield context.wait_for_external_event("start")
         first = yield context.wait_for_external_event("item")
         second = yield context.wait_for_external_event("item")
         return [first, second]
