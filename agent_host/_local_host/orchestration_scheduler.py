@@ -118,14 +118,15 @@ class OrchestrationScheduler:
         self._activities: ThreadPoolExecutor | None = None
         self._timer_thread: threading.Thread | None = None
         self._loop = AgentEventLoop()
+        self._names = AppFunctions(
+            orchestrators={key: function.name for key, function in functions.orchestrators.items()},
+            activities={key: function.name for key, function in functions.activities.items()},
+            entities=entities.entity_names,
+        )
 
     def app_functions(self) -> AppFunctions:
         """The names the app defines, as an episode checks calls against them."""
-        return AppFunctions(
-            orchestrators={key: function.name for key, function in self._functions.orchestrators.items()},
-            activities={key: function.name for key, function in self._functions.activities.items()},
-            entities=self._entities.entity_names,
-        )
+        return self._names
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 

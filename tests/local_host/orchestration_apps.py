@@ -14,7 +14,6 @@ from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
-from clocks import ManualClock
 
 from agent_host import AgentFunctionApp, HostSettings
 from agent_host._clock import SYSTEM_CLOCK, Clock
@@ -312,9 +311,3 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
         return client.create_check_status_response(req, instance_id)
 
     return app
-
-
-def manual_clock_app() -> tuple[AgentFunctionApp, ManualClock]:
-    """The test app on a clock only the test moves."""
-    clock = ManualClock()
-    return build_orchestration_app(clock), clock
