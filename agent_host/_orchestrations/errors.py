@@ -11,6 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+# Why an agent call has no answer for the orchestration, beyond the codes a failed turn records (`turn_failed`,
+# `state_capacity_exceeded`, ...). They fail an orchestrator's task and never answer an HTTP request, so they have
+# no status in `_errors.ERROR_STATUS`.
+TURN_EXPIRED = "turn_expired"
+REPLY_TOO_LARGE = "reply_too_large"
+ENTITY_CALL_FAILED = "entity_call_failed"
+INVALID_REPLY = "invalid_reply"
+INVALID_STRUCTURED_OUTPUT = "invalid_structured_output"
+
 
 class AgentTurnError(Exception):
     """An agent turn taken from an orchestration ended without an answer for it.
@@ -47,7 +56,7 @@ class StructuredOutputError(AgentTurnError):
         super().__init__(
             f"the answer is not a valid {model_name}: {problem}. The turn is recorded as the agent answered it; "
             "catch this error to retry with clearer instructions.",
-            code="invalid_structured_output",
+            code=INVALID_STRUCTURED_OUTPUT,
             **turn,
         )
         self.model_name = model_name

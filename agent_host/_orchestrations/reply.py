@@ -17,8 +17,9 @@ from agent_framework import AgentResponse
 from pydantic import BaseModel, ValidationError
 
 from .._contract import MAX_REPLY_BYTES, RunReply, describe_problems
+from .._errors import TurnFailedError
 from .._records import record_to_message
-from .errors import AgentTurnError, StructuredOutputError
+from .errors import INVALID_REPLY, REPLY_TOO_LARGE, TURN_EXPIRED, AgentTurnError, StructuredOutputError
 
 
 @dataclass(frozen=True)
@@ -58,19 +59,19 @@ class AgentCall:
             raise self.error(
                 f"the conversation entity's reply is not a run reply ({describe_problems(exc)}); is the app running "
                 "an older agent_host?",
-                "invalid_reply",
+                INVALID_REPLY,
             ) from None
         if reply.status == "failed":
             error = reply.error or {}
-            raise self.error(error.get("message", "the turn failed."), error.get("code", "turn_failed"))
+            raise self.error(error.get("message", "the turn failed."), error.get("code", TurnFailedError.codes[0]))
         if reply.status == "expired":
             raise self.error(
                 "the turn ran earlier but its record is no longer kept, so its answer cannot be returned and the turn "
                 "is not run again. Read the conversation's messages over HTTP.",
-                "turn_expired",
+                TURN_EXPIRED,
             )
         if reply.messages is None:
-            raise self.error(_too_large(reply.reply_bytes, self), "reply_too_large")
+            raise self.error(_too_large(reply.reply_bytes, self), REPLY_TOO_LARGE)
         response = AgentResponse(
             messages=[record_to_message(record, self.agent_name) for record in reply.messages],
             response_id=self.turn_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from azure.durable_functions.models.Task import CompoundTask, TaskBase, TaskState
 
-from .errors import AgentTurnError
+from .errors import ENTITY_CALL_FAILED, AgentTurnError
 from .reply import AgentCall
 
 
@@ -40,6 +40,6 @@ class AgentTask(CompoundTask):
                 self.set_value(is_error=False, value=response)
             return
         # The operation itself failed (bad input, unreadable state): the host gave only a message.
-        error = self.call.error(str(child.result).strip(), "entity_call_failed")
+        error = self.call.error(str(child.result).strip(), ENTITY_CALL_FAILED)
         error.__cause__ = child.result if isinstance(child.result, BaseException) else None
         self.set_value(is_error=True, value=error)
