@@ -25,6 +25,7 @@ from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
 from .errors import error_response
 from .functions import HttpRoute
 from .listener import read_body
+from .orchestration_api import ManagementUrls
 from .route_template import split_path
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class LocalHttpServer:
         route_prefix: str,
         function_key: str | None,
         rpc_base_url: Callable[[], str],
+        client_urls: ManagementUrls | None = None,
     ) -> None:
         """Configure the server.
 
@@ -98,6 +100,8 @@ class LocalHttpServer:
             route_prefix: Prefix of every function route (``api`` by default; empty for none).
             function_key: Key required by FUNCTION/ADMIN routes; None disables key checks.
             rpc_base_url: Returns the private webhook base URL handed to durable clients (known only once bound).
+            client_urls: Builds the ``creationUrls``/``managementUrls`` templates of the durable client binding;
+                None hands out empty ones.
         """
         self.routes = routes
         self._durable_api = durable_api
@@ -105,6 +109,7 @@ class LocalHttpServer:
         self.route_prefix = "/".join(self._prefix)
         self._function_key = function_key
         self._rpc_base_url = rpc_base_url
+        self._client_urls = client_urls
 
     def describe_routes(self, base_url: str) -> list[str]:
         """List the HTTP routes for the startup banner.
@@ -122,6 +127,26 @@ class LocalHttpServer:
             path = f"/{route.route.template}" if route.route.template else ""
             lines.append(f"  {methods:<14} {base_url}{prefix}{path}  [{route.function_name}]")
         return lines
+
+    def client_binding(self, task_hub: str) -> str:
+        """The durable client binding JSON a function receives (``DurableOrchestrationClient`` reads it).
+
+        Args:
+            task_hub: The task hub the binding names.
+
+        Returns:
+            The binding: the private ``rpcBaseUrl``, and management and creation URL templates on the public port
+            (with ``INSTANCEID`` where the id goes, and the key when one is configured, as on Azure).
+        """
+        urls = self._client_urls
+        return json.dumps(
+            {
+                "taskHubName": task_hub,
+                "creationUrls": urls.creation(task_hub) if urls is not None else {},
+                "managementUrls": urls.management(task_hub) if urls is not None else {},
+                "rpcBaseUrl": self._rpc_base_url(),
+            }
+        )
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         """Serve one request on the public listener: the webhook API (with a key) or a function route.
@@ -227,14 +252,7 @@ class LocalHttpServer:
         )
         kwargs: dict[str, Any] = {route.request_param: http_request}
         if route.client_param is not None:
-            kwargs[route.client_param] = json.dumps(
-                {
-                    "taskHubName": route.task_hub,
-                    "creationUrls": {},
-                    "managementUrls": {},
-                    "rpcBaseUrl": self._rpc_base_url(),
-                }
-            )
+            kwargs[route.client_param] = self.client_binding(route.task_hub)
         if route.context_param:
             kwargs["context"] = _InvocationContext(route.function_name)
         try:
