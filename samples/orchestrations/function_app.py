@@ -157,13 +157,17 @@ TERMINAL = {
     df.OrchestrationRuntimeStatus.Terminated,
 }
 WAIT_SECONDS = 30.0
+MAX_WAIT_SECONDS = 60.0
 
 
 @app.function_name("sample_start")
 @app.route(route="orchestrations/{name}", methods=["POST"])
 @app.durable_client_input(client_name="client")
 async def start(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-    """Start orchestration `name` with the JSON body as its input; answer when it finishes or after 30 s."""
+    """Start orchestration `name` with the JSON body as its input.
+
+    Answers when it finishes, when it reports that it awaits a person (its custom status), or after 30 s.
+    """
     name = req.route_params["name"]
     if name not in ORCHESTRATIONS:
         return _error(
@@ -173,15 +177,21 @@ async def start(req: func.HttpRequest, client: df.DurableOrchestrationClient) ->
     if body is None:
         return _error(400, "invalid_json", 'Send a JSON object, e.g. {"topic": "rain"}.')
     instance_id = await client.start_new(name, client_input=body)
-    return await _status_response(client, instance_id, WAIT_SECONDS)
+    return await _status_response(client, instance_id, WAIT_SECONDS, until_awaiting=True)
 
 
 @app.function_name("sample_status")
 @app.route(route="orchestrations/instances/{instanceId}", methods=["GET"])
 @app.durable_client_input(client_name="client")
 async def status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-    """An orchestration's status, custom status and output."""
-    return await _status_response(client, req.route_params["instanceId"], 0)
+    """An orchestration's status, custom status and output; `?waitSeconds=10` waits up to 10 s for it to finish."""
+    try:
+        wait = float(req.params.get("waitSeconds", "0"))
+    except ValueError:
+        wait = -1.0
+    if not 0 <= wait <= MAX_WAIT_SECONDS:
+        return _error(400, "invalid_wait", f"waitSeconds must be a number from 0 to {MAX_WAIT_SECONDS:g}.")
+    return await _status_response(client, req.route_params["instanceId"], wait)
 
 
 @app.function_name("sample_approval")
@@ -206,8 +216,13 @@ async def approve(req: func.HttpRequest, client: df.DurableOrchestrationClient) 
     return await _status_response(client, instance_id, WAIT_SECONDS)
 
 
-async def _status_response(client: df.DurableOrchestrationClient, instance_id: str, wait: float) -> func.HttpResponse:
-    """200 with the output once the orchestration finished, 202 while it runs, 404 for an unknown instance."""
+async def _status_response(
+    client: df.DurableOrchestrationClient, instance_id: str, wait: float, *, until_awaiting: bool = False
+) -> func.HttpResponse:
+    """200 with the output once the orchestration finished, 202 while it runs, 404 for an unknown instance.
+
+    Polls for up to `wait` seconds, or, with `until_awaiting`, until it reports a stage that awaits someone.
+    """
     deadline = time.monotonic() + wait
     delay = 0.05
     while True:
@@ -215,6 +230,8 @@ async def _status_response(client: df.DurableOrchestrationClient, instance_id: s
         if current.runtime_status is None:
             return _error(404, "instance_not_found", f"No orchestration instance '{instance_id}'.")
         if current.runtime_status in TERMINAL or time.monotonic() >= deadline:
+            break
+        if until_awaiting and str((current.custom_status or {}).get("stage", "")).startswith("awaiting"):
             break
         await asyncio.sleep(delay)
         delay = min(delay * 2, 1.0)
