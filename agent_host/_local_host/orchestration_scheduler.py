@@ -118,14 +118,15 @@ class OrchestrationScheduler:
         self._activities: ThreadPoolExecutor | None = None
         self._timer_thread: threading.Thread | None = None
         self._loop = AgentEventLoop()
+        self._names = AppFunctions(
+            orchestrators={key: function.name for key, function in functions.orchestrators.items()},
+            activities={key: function.name for key, function in functions.activities.items()},
+            entities=entities.entity_names,
+        )
 
     def app_functions(self) -> AppFunctions:
         """The names the app defines, as an episode checks calls against them."""
-        return AppFunctions(
-            orchestrators={key: function.name for key, function in self._functions.orchestrators.items()},
-            activities={key: function.name for key, function in self._functions.activities.items()},
-            entities=self._entities.entity_names,
-        )
+        return self._names
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -343,13 +344,16 @@ class OrchestrationScheduler:
 
     def _submit_activities(self) -> None:
         """Hand every queued activity not already running to the activity workers."""
-        try:
-            queued = self.store.queued_activities()
-        except StorageError as exc:
-            logger.error("could not read the activity queue; it is read again after the next episode: %s", exc)
-            return
+        # The queue is read under the lock that guards the running set: a worker deletes its row (committing the
+        # outcome) before it leaves the set, so a row read here either is gone or still belongs to a running worker.
+        # Read outside the lock, a row could be read just before its outcome commits and its activity run twice.
         with self._lock:
             if self._activities is None or self._stopping.is_set():
+                return
+            try:
+                queued = self.store.queued_activities()
+            except StorageError as exc:
+                logger.error("could not read the activity queue; it is read again after the next episode: %s", exc)
                 return
             for activity in queued:
                 if activity.seq not in self._running_activities:

@@ -14,7 +14,6 @@ from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
-from clocks import ManualClock
 
 from agent_host import AgentFunctionApp, HostSettings
 from agent_host._clock import SYSTEM_CLOCK, Clock
@@ -112,6 +111,8 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
         request = json.loads(context)
         results, signals = [], []
         for operation in request["batch"]:
+            if operation["name"] == "explode":  # the entity function itself fails: the host retries, then gives up
+                raise RuntimeError("the relay entity function crashed")
             amount = json.loads(operation["input"])
             signals.append(
                 {"target": {"name": "counter", "key": "relayed"}, "name": "add", "input": operation["input"]}
@@ -243,6 +244,7 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
 
     @app.orchestration_trigger(context_name="context")
     def two_events(context: df.DurableOrchestrationContext):
+        yield context.wait_for_external_event("start")
         first = yield context.wait_for_external_event("item")
         second = yield context.wait_for_external_event("item")
         return [first, second]
@@ -275,6 +277,14 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
         return "not reached"
 
     @app.orchestration_trigger(context_name="context")
+    def dead_letter_call(context: df.DurableOrchestrationContext):
+        try:
+            yield context.call_entity(df.EntityId("relay", "r2"), "explode", 1)
+        except Exception as exc:
+            return str(exc)
+        return "not reached"
+
+    @app.orchestration_trigger(context_name="context")
     def durable_wait(context: df.DurableOrchestrationContext):
         """For crash tests: a timer, an activity that may be slow, then an external event."""
         seconds = float(os.environ.get(TIMER_SECONDS_VARIABLE, "1"))
@@ -301,9 +311,3 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
         return client.create_check_status_response(req, instance_id)
 
     return app
-
-
-def manual_clock_app() -> tuple[AgentFunctionApp, ManualClock]:
-    """The test app on a clock only the test moves."""
-    clock = ManualClock()
-    return build_orchestration_app(clock), clock

@@ -263,3 +263,17 @@ def test_management_urls_carry_the_function_key_and_need_it(tmp_path: Path) -> N
         assert [s.instance_id for s in running.call(running.client().get_status_all())] == ["keyed"]
     finally:
         running.stop()
+
+
+def test_webhook_routes_answer_wrong_methods_and_paths_with_json(orchestrations: OrchestrationHost) -> None:
+    get_start = orchestrations.request("GET", f"{WEBHOOK}/orchestrators/sequence")
+    put_instance = orchestrations.request("PUT", f"{WEBHOOK}/instances/anything")
+    unknown = orchestrations.request("POST", f"{WEBHOOK}/instances/anything/explode")
+
+    assert (get_start.status, get_start.headers["allow"], get_start.json()["error"]["code"]) == (
+        405,
+        "POST",
+        "method_not_allowed",
+    )
+    assert (put_instance.status, put_instance.headers["allow"]) == (405, "GET, DELETE")
+    assert (unknown.status, unknown.json()["error"]["code"]) == (404, "not_found")

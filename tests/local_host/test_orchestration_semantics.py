@@ -13,6 +13,7 @@ from azure.durable_functions.models.history.HistoryEventType import HistoryEvent
 from clocks import EPOCH_MS, ManualClock
 
 from agent_host._local_host.orchestration_protocol import format_timestamp
+from agent_host._local_host.outbox import InboxKind, OrchestrationEvent
 
 from .driving import OrchestrationHost
 from .histories import check_well_formed, entity_request
@@ -109,27 +110,34 @@ def test_events_raised_before_their_wait_are_kept_and_delivered_once_each(orches
     instance_id = orchestrations.start_new("two_events", "events")
     client = orchestrations.client()
 
-    # Both arrive while the orchestrator waits for the first: the second waits in the inbox, not in the SDK
-    # (which would park it with a "Potential duplicate Task completion" warning, an error under this suite).
+    # Both arrive while the orchestrator waits for "start", not for "item": they wait in the inbox. Handed to the SDK
+    # now, it would park them with a "Potential duplicate Task completion" warning (an error in this suite), keep only
+    # the last one and replay it to both waits.
     orchestrations.call(client.raise_event(instance_id, "item", {"n": 1}))
     orchestrations.call(client.raise_event(instance_id, "item", {"n": 2}))
     orchestrations.settle()
+    assert orchestrations.instance(instance_id).status == "Running"
+    orchestrations.raise_event(instance_id, "start", None)
 
     assert orchestrations.output(instance_id) == ['{"n": 1}', '{"n": 2}']  # the data's JSON text, as on Azure
-    assert len(events_of(orchestrations.history(instance_id), T.EVENT_RAISED)) == 2
+    raised = events_of(orchestrations.history(instance_id), T.EVENT_RAISED)
+    assert [event["Name"] for event in raised] == ["start", "item", "item"]
 
 
-def test_a_cancelled_timer_never_fires(orchestrations: OrchestrationHost) -> None:
+def test_a_cancelled_timer_is_deleted_and_never_fires(orchestrations: OrchestrationHost) -> None:
     instance_id = orchestrations.start_new("approval", "cancelled")
+    store = orchestrations.local.orchestrations.store
+    (pending,) = store.load_episode(instance_id, EPOCH_MS + 10**9).inbox  # the timer, due in 60 s
+
     orchestrations.raise_event(instance_id, "decision", "yes")
 
+    assert pending.kind.value == "timer"
+    assert store.load_episode(instance_id, EPOCH_MS + 10**9).inbox == []  # cancelled: its row went with the episode
     orchestrations.advance(3600)
-
     history = orchestrations.history(instance_id)
     (created,) = events_of(history, T.TIMER_CREATED)
     assert created["FireAt"] == format_timestamp(EPOCH_MS + 60_000)
     assert not events_of(history, T.TIMER_FIRED)
-    assert orchestrations.local.orchestrations.store.load_episode(instance_id, EPOCH_MS + 10**9).inbox == []
 
 
 def test_a_timer_fires_when_its_time_comes_and_not_before(orchestrations: OrchestrationHost) -> None:
@@ -248,3 +256,38 @@ def test_parallel_instances_run_on_the_worker_pool(tmp_path: Path, monkeypatch: 
         assert len(log.read_text().splitlines()) == 30  # each square ran once
     finally:
         running.stop()
+
+
+def test_a_call_whose_entity_function_keeps_failing_is_answered_with_a_failure(
+    orchestrations: OrchestrationHost,
+) -> None:
+    instance_id = orchestrations.start_new("dead_letter_call", "dead-letter")
+    for _ in range(100):  # the entity scheduler retries on real time (0.2 s, then 0.4 s) before it dead-letters
+        if orchestrations.instance(instance_id).is_terminal:
+            break
+        time.sleep(0.05)
+        orchestrations.settle()
+
+    assert orchestrations.output(instance_id) == (
+        "The entity operation 'explode' on @relay@r2 failed 3 times and was dead-lettered; see the host log."
+    )
+    check_well_formed(orchestrations.history(instance_id))
+
+
+def test_a_duplicate_completion_in_the_inbox_never_reaches_the_orchestrator(orchestrations: OrchestrationHost) -> None:
+    instance_id = orchestrations.start_new("changing_code", "duplicate")
+    (completed,) = events_of(orchestrations.history(instance_id), T.TASK_COMPLETED)
+    duplicate = {**completed, "IsPlayed": False, "Result": '"a second outcome"'}
+    execution_id = orchestrations.instance(instance_id).execution_id
+    now = orchestrations.clock.now_ms()
+    orchestrations.local.orchestrations.store.send(
+        [OrchestrationEvent(instance_id, execution_id, InboxKind.COMPLETION, duplicate, now, now)]
+    )
+
+    # Delivered to the SDK, the duplicate would be parked with a warning (an error in this suite) and the instance
+    # would fail; the episode drops it because task 0 is no longer open.
+    orchestrations.raise_event(instance_id, "continue", None)
+
+    assert orchestrations.instance(instance_id).status == "Completed"
+    assert orchestrations.output(instance_id) == "Hello v1!"
+    assert len(events_of(orchestrations.history(instance_id), T.TASK_COMPLETED)) == 1
