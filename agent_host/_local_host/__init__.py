@@ -18,9 +18,13 @@ from types import FrameType
 import azure.functions as func
 
 from .._clock import SYSTEM_CLOCK
+from .client_binding import durable_client_binding
 from .durable_api import DurableWebhookApi
 from .functions import discover_functions
 from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
+from .mcp_endpoint import McpEndpoint
+from .mcp_protocol import McpServer
+from .mcp_tools import discover_mcp_tools
 from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
 from .server import LocalHttpServer
 from .store import EmptiedStoreError, EntityStore, Signal, StorageError
@@ -57,6 +61,7 @@ class LocalHost:
         store: The SQLite store (tests may read and write raw state through it).
         scheduler: The entity scheduler (tests use its fault-injection hooks and ``wait_idle``).
         routes: The app's HTTP functions.
+        mcp: The MCP endpoint at ``/runtime/webhooks/mcp``, when the app has ``mcpToolTrigger`` functions.
     """
 
     def __init__(
@@ -96,12 +101,19 @@ class LocalHost:
         self.store = EntityStore(pathlib.Path(state_dir), clock=getattr(app, "clock", SYSTEM_CLOCK))
         self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size)
         durable_api = DurableWebhookApi(self.store, self.scheduler)
+        mcp_tools = discover_mcp_tools(functions)
+        self.mcp = (
+            McpEndpoint(McpServer(mcp_tools, lambda hub: durable_client_binding(hub, self.rpc_base_url)))
+            if mcp_tools
+            else None
+        )
         self._server = LocalHttpServer(
             self.routes,
             durable_api,
             route_prefix=route_prefix,
             function_key=function_key,
             rpc_base_url=lambda: self.rpc_base_url,
+            mcp=self.mcp,
         )
         self._public = Listener(self._server.handle, host=host, port=port, deadlines=request_deadlines)
         # The durable client polls state often: its requests are logged at DEBUG, the public ones at INFO.
@@ -134,6 +146,21 @@ class LocalHost:
         """
         return self._server.describe_routes(self.base_url)
 
+    def describe_mcp(self) -> list[str]:
+        """The MCP endpoints and tools, one line each, for a startup banner (none when the app has no MCP tools).
+
+        Returns:
+            The lines.
+        """
+        if self.mcp is None:
+            return []
+        tools = ", ".join(sorted(tool.tool_name for tool in self.mcp.server.tools.values()))
+        return [
+            f"  Streamable HTTP  {self.base_url}/runtime/webhooks/mcp",
+            f"  SSE (legacy)     {self.base_url}/runtime/webhooks/mcp/sse",
+            f"  tools: {tools}",
+        ]
+
     async def start(self) -> None:
         """Bind both listeners on the running loop and start the entity scheduler.
 
@@ -162,6 +189,8 @@ class LocalHost:
             return
         self._stopped = True
         try:
+            if self.mcp is not None:
+                await self.mcp.close()  # open SSE streams would hold the public listener's shutdown
             # Public first: functions still running there may call the private listener until they finish.
             await self._public.stop()
             await self._private.stop()
@@ -273,6 +302,10 @@ async def _serve(local_host: LocalHost, banner_lines: Sequence[str]) -> None:
         print("HTTP routes:", flush=True)
         for line in local_host.describe_routes():
             print(line, flush=True)
+        if local_host.mcp is not None:
+            print("MCP endpoint (x-functions-key: the function key, when one is set):", flush=True)
+            for line in local_host.describe_mcp():
+                print(line, flush=True)
         await stop_requested.wait()
     finally:
         await local_host.stop()

@@ -10,7 +10,6 @@ import asyncio
 import hmac
 import inspect
 import ipaddress
-import json
 import logging
 import threading
 import uuid
@@ -21,10 +20,12 @@ import azure.functions as func
 from aiohttp import web
 from multidict import CIMultiDict
 
+from .client_binding import durable_client_binding
 from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
 from .errors import error_response
 from .functions import HttpRoute
 from .listener import read_body
+from .mcp_endpoint import MCP_SEGMENTS, McpEndpoint
 from .route_template import split_path
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class LocalHttpServer:
         route_prefix: str,
         function_key: str | None,
         rpc_base_url: Callable[[], str],
+        mcp: McpEndpoint | None = None,
     ) -> None:
         """Configure the server.
 
@@ -98,6 +100,7 @@ class LocalHttpServer:
             route_prefix: Prefix of every function route (``api`` by default; empty for none).
             function_key: Key required by FUNCTION/ADMIN routes; None disables key checks.
             rpc_base_url: Returns the private webhook base URL handed to durable clients (known only once bound).
+            mcp: The MCP extension's endpoint (``/runtime/webhooks/mcp``), when the app has MCP tools.
         """
         self.routes = routes
         self._durable_api = durable_api
@@ -105,6 +108,7 @@ class LocalHttpServer:
         self.route_prefix = "/".join(self._prefix)
         self._function_key = function_key
         self._rpc_base_url = rpc_base_url
+        self._mcp = mcp
 
     def describe_routes(self, base_url: str) -> list[str]:
         """List the HTTP routes for the startup banner.
@@ -135,6 +139,9 @@ class LocalHttpServer:
         path = split_path(request.rel_url.raw_path)
         if [s.lower() for s in path[: len(WEBHOOK_SEGMENTS)]] == list(WEBHOOK_SEGMENTS):
             return await self._public_webhook(request, path[len(WEBHOOK_SEGMENTS) :])
+        if self._mcp is not None and [s.lower() for s in path[: len(MCP_SEGMENTS)]] == list(MCP_SEGMENTS):
+            refusal = self._webhook_refusal(request, "The MCP endpoint")
+            return refusal or await self._mcp.handle(request, path[len(MCP_SEGMENTS) :])
         if [s.lower() for s in path[: len(self._prefix)]] != self._prefix:
             return error_response(404, "not_found", f"No function serves {request.path}.")
         path = path[len(self._prefix) :]
@@ -172,17 +179,30 @@ class LocalHttpServer:
         Returns:
             The webhook API's answer, 401 without the key, or 403 for a remote client when no key is configured.
         """
+        refusal = self._webhook_refusal(request, "The durable webhook API")
+        return refusal or await self._durable_api.handle(request, segments)
+
+    def _webhook_refusal(self, request: web.BaseRequest, api: str) -> web.Response | None:
+        """Refuse a webhook request without the key (401), or from a remote client when no key is set (403).
+
+        On Azure an extension's webhooks need its system key; locally the function key stands in for it.
+
+        Args:
+            request: The incoming request.
+            api: What is refused, for the message.
+
+        Returns:
+            The refusal, or None when the request may proceed.
+        """
         if self._function_key is not None and not self._has_key(request):
             return error_response(
                 401,
                 "unauthorized",
-                "The durable webhook API needs the function key in the x-functions-key header or the code parameter.",
+                f"{api} needs the function key in the x-functions-key header or the code parameter.",
             )
         if self._function_key is None and not _is_loopback(request.remote):
-            return error_response(
-                403, "forbidden", "Without a function key the durable webhook API accepts only loopback clients."
-            )
-        return await self._durable_api.handle(request, segments)
+            return error_response(403, "forbidden", f"{api} accepts only loopback clients when no function key is set.")
+        return None
 
     def _has_key(self, request: web.BaseRequest) -> bool:
         """Tell whether the request carries the function key (always true when none is configured).
@@ -227,14 +247,7 @@ class LocalHttpServer:
         )
         kwargs: dict[str, Any] = {route.request_param: http_request}
         if route.client_param is not None:
-            kwargs[route.client_param] = json.dumps(
-                {
-                    "taskHubName": route.task_hub,
-                    "creationUrls": {},
-                    "managementUrls": {},
-                    "rpcBaseUrl": self._rpc_base_url(),
-                }
-            )
+            kwargs[route.client_param] = durable_client_binding(route.task_hub, self._rpc_base_url())
         if route.context_param:
             kwargs["context"] = _InvocationContext(route.function_name)
         try:
