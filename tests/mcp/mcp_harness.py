@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
+from http.client import HTTPConnection, HTTPResponse
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import mcp.types as types
 import pytest
@@ -106,6 +108,19 @@ def post_raw(
     sent = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
     body = raw if raw is not None else json.dumps(message).encode()
     return running.request("POST", path, headers=sent, raw=body)
+
+
+@contextmanager
+def open_stream(running: RunningHost, path: str, headers: dict[str, str] | None = None) -> Iterator[HTTPResponse]:
+    """A GET whose response is read as it arrives (an event stream never ends by itself): status and headers first."""
+    assert running.host is not None
+    url = urlsplit(running.host.base_url)
+    connection = HTTPConnection(url.hostname, url.port, timeout=10)
+    try:
+        connection.request("GET", path, headers=headers or {})
+        yield connection.getresponse()
+    finally:
+        connection.close()
 
 
 def sse_data(body: bytes) -> list[dict[str, Any]]:

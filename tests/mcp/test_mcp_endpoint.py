@@ -7,8 +7,12 @@ extension's, not something only our agent tools speak.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import time
 from collections.abc import Callable
+from http.client import IncompleteRead
 
 import azure.durable_functions as df
 import pytest
@@ -16,7 +20,7 @@ from aiohttp.test_utils import make_mocked_request
 from conftest import build_app, make_agent
 from hosting import RunningHost
 from mcp import ClientSession
-from mcp_harness import MCP_PATH, call_tool, post_raw, serve, sse_data, texts, with_session
+from mcp_harness import MCP_PATH, call_tool, open_stream, post_raw, serve, sse_data, texts, with_session
 
 from agent_host import OfflineChatClient
 
@@ -191,17 +195,51 @@ def test_the_sse_message_endpoint_needs_an_open_session(serve: Serve) -> None:
     assert (unknown.status, unknown.json()["error"]["code"]) == (400, "unknown_session")
 
 
-@pytest.mark.parametrize("path", [MCP_PATH, f"{MCP_PATH}/sse", f"{MCP_PATH}/message?azmcpcs=x"])
-def test_with_a_function_key_every_mcp_endpoint_needs_it(serve: Serve, path: str) -> None:
+@pytest.mark.parametrize("path", [MCP_PATH, f"{MCP_PATH}/message?azmcpcs=x"])
+def test_with_a_function_key_every_mcp_post_needs_it(serve: Serve, path: str) -> None:
     running = agent_host(serve, function_key="s3cret")
-    method = "GET" if path.endswith("/sse") else "POST"
 
-    missing = running.request(method, path, INITIALIZE if method == "POST" else None)
-    wrong = running.request(method, path, INITIALIZE if method == "POST" else None, headers={"x-functions-key": "no"})
+    missing = post_raw(running, path, INITIALIZE)
+    wrong = post_raw(running, path, INITIALIZE, headers={"x-functions-key": "no"})
 
     assert (missing.status, missing.json()["error"]["code"]) == (401, "unauthorized")
     assert missing.json()["error"]["message"].startswith("The MCP endpoint needs the function key")
     assert wrong.status == 401
+
+
+@pytest.mark.parametrize("headers", [{}, {"x-functions-key": "no"}])
+def test_with_a_function_key_the_sse_stream_needs_it(serve: Serve, headers: dict[str, str]) -> None:
+    running = agent_host(serve, function_key="s3cret")
+
+    with open_stream(running, f"{MCP_PATH}/sse", headers) as response:
+        status, body = response.status, json.loads(response.read())
+
+    assert (status, body["error"]["code"]) == (401, "unauthorized")
+
+
+def test_the_sse_stream_names_its_message_endpoint_with_the_key_it_was_opened_with(serve: Serve) -> None:
+    running = agent_host(serve, function_key="s3cret")
+
+    with open_stream(running, f"{MCP_PATH}/sse", {"x-functions-key": "s3cret"}) as response:
+        event, data = response.readline(), response.readline()
+
+    assert event == b"event: endpoint\n"
+    assert re.fullmatch(rb"data: message\?azmcpcs=[0-9a-f]{32}&code=s3cret\n", data)
+
+
+def test_stopping_the_host_ends_open_sse_streams_at_once(serve: Serve) -> None:
+    running = agent_host(serve)
+
+    with open_stream(running, f"{MCP_PATH}/sse") as response:
+        assert response.readline() == b"event: endpoint\n"
+        started = time.monotonic()
+        running.stop()
+        with contextlib.suppress(IncompleteRead):  # a stream cut off instead of ended is timed all the same
+            response.read()
+        took = time.monotonic() - started
+
+    # Without ending the streams first, the listener would wait out its 5 s shutdown grace for each one.
+    assert took < 2.5
 
 
 @pytest.mark.parametrize("transport", ["streamable", "sse"])
