@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -57,11 +58,14 @@ def test_serve_prints_the_mcp_endpoint_and_serves_it_with_the_function_key(tmp_p
         command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     base = f"http://127.0.0.1:{port}"
+    lines: list[str] = []
+    # Read the output on a thread: a banner missing a line must fail the test, not block it on readline.
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)
+    reader.start()
     try:
-        banner = ""
         deadline = time.monotonic() + 60
-        while "tools:" not in banner and time.monotonic() < deadline and process.poll() is None:
-            banner += process.stdout.readline()
+        while not any(line.startswith("HTTP routes:") for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
         async def recall(session: ClientSession) -> list[str]:
             await session.call_tool("assistant", {"query": "My name is Linus.", "sessionId": "cli"})
@@ -76,7 +80,9 @@ def test_serve_prints_the_mcp_endpoint_and_serves_it_with_the_function_key(tmp_p
     finally:
         process.terminate()
         process.wait(30)
+        reader.join(10)
         process.stdout.close()
+    banner = "".join(lines)
 
     assert f"Streamable HTTP  {base}{MCP_PATH}" in banner
     assert f"SSE (legacy)     {base}{MCP_PATH}/sse" in banner
