@@ -78,7 +78,10 @@ class McpToolFunction:
             entry["description"] = prop.get("description") or ""
             schema_properties[str(prop["propertyName"])] = entry
         schema = {"type": "object", "properties": schema_properties, "required": self.required}
-        return {"name": self.tool_name, "description": self.description, "inputSchema": schema}
+        listing: dict[str, Any] = {"name": self.tool_name, "inputSchema": schema}
+        if self.description:  # the extension leaves a missing description out, as it does every null member
+            listing["description"] = self.description
+        return listing
 
     async def call(self, context: dict[str, Any], client_binding: str) -> dict[str, Any]:
         """Invoke the function with an invocation context and turn its return value into a ``CallToolResult``.
