@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
+import subprocess
+import sys
 import typing
+from pathlib import Path
 
 import azure.functions as func
+import pytest
 from conftest import ScriptedChatClient, build_app, make_agent
-from worker_metadata import FunctionMetadata, IndexedApp, index
+from hosting import child_pythonpath
+from worker_metadata import ROOT, FunctionMetadata, IndexedApp, index
 
 from agent_host._local_host.mcp_tools import discover_mcp_tools
 
@@ -113,3 +119,30 @@ def test_an_app_without_mcp_enabled_sends_no_tool_functions() -> None:
     app = build_app(make_agent(ScriptedChatClient(), "assistant"))
 
     assert [f.name for f in index(app) if f.trigger["type"] == "mcpToolTrigger"] == []
+
+
+WORKER_APP = """
+from agent_framework import Agent
+from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
+
+app = AgentFunctionApp([Agent(OfflineChatClient(), "x", name="assistant")], settings=HostSettings(),
+                       enable_mcp_tool_trigger=True)
+"""
+
+
+def test_the_real_worker_indexes_an_agent_tool_and_binds_its_context_and_client(tmp_path: Path) -> None:
+    pytest.importorskip("azure_functions_runtime", reason="the worker's indexing package needs Python 3.13+")
+    (tmp_path / "function_app.py").write_text(WORKER_APP, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
+    env["PYTHONPATH"] = child_pythonpath(ROOT)
+    script = Path(__file__).with_name("worker_indexing.py")
+
+    completed = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    report = {entry["name"]: entry for entry in json.loads(completed.stdout.strip().splitlines()[-1])}
+    tool = report["mcptool_assistant"]
+    assert (tool["isHttp"], tool["inputs"]) == (False, {"context": "mcpToolTrigger", "client": "generic"})
+    assert tool["rawBindings"][1]["useResultSchema"] is True
