@@ -18,6 +18,7 @@ from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._http.routes import Routes
+from ._mcp import McpTool, McpToolRegistry, agent_tool, require_result_schema_support, run_agent_tool
 from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
 from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
@@ -51,6 +52,8 @@ class AgentFunctionApp(df.DFApp):
         state_types: Classes your context providers keep in session state, registered so they come back as
             their classes after a cold start (core's own state types are registered for you).
         clock: Where wall-clock time comes from (records, TTLs, turn ids); the system clock by default.
+        enable_mcp_tool_trigger: Expose every agent as an MCP tool (the Functions MCP extension's
+            `mcpToolTrigger`); `add_agent(enable_mcp_tool_trigger=...)` decides per agent. See docs/mcp.md.
 
     Raises:
         ValueError: an agent has no name, an invalid one, or one already registered.
@@ -64,9 +67,12 @@ class AgentFunctionApp(df.DFApp):
         settings: HostSettings | None = None,
         state_types: Sequence[type] = (),
         clock: Clock = SYSTEM_CLOCK,
+        enable_mcp_tool_trigger: bool = False,
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
         self.clock = clock
+        self.enable_mcp_tool_trigger = enable_mcp_tool_trigger
+        self.mcp_tools = McpToolRegistry()
         register_state_types([*core_state_types(), *state_types])
         self.settings = settings or HostSettings.from_environment()
         self._agent_routes: dict[str, AgentRoute] = {}
@@ -87,6 +93,7 @@ class AgentFunctionApp(df.DFApp):
         retention_mode: RetentionModeName | None = None,
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
+        enable_mcp_tool_trigger: bool | None = None,
     ) -> None:
         """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
 
@@ -95,10 +102,12 @@ class AgentFunctionApp(df.DFApp):
             retention_mode: This agent's default retention mode (the app setting otherwise).
             max_state_bytes: This agent's default byte budget per conversation.
             state_types: Session state classes this agent's providers use (see `AgentFunctionApp`).
+            enable_mcp_tool_trigger: Expose this agent as an MCP tool; None follows the app's setting.
 
         Raises:
             ValueError: the name is missing, invalid or taken, a state type's id is taken, or a retention value is
                 invalid (the message names the parameter).
+            RuntimeError: an MCP tool is asked for with an azure-functions older than 1.26.
         """
         register_state_types(state_types)
         name = getattr(agent, "name", None)
@@ -129,10 +138,16 @@ class AgentFunctionApp(df.DFApp):
             run_timeout_seconds=self.settings.run_timeout_seconds,
             clock=self.clock,
         )
+        tool = None
+        if self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else enable_mcp_tool_trigger:
+            require_result_schema_support()
+            tool = self.mcp_tools.add(agent_tool(name, getattr(agent, "description", None)))
         entity_name = entity_name_for(name)
         self._register_entity(entity_name, entity)
         self._entities[name] = entity
         self._agent_routes[name] = AgentRoute(name=name, entity_name=entity_name, history=plan.owner)
+        if tool is not None:
+            self._register_agent_tool(tool, self._agent_routes[name])
 
     def get_agent(self, context: df.DurableOrchestrationContext, agent_name: str) -> OrchestrationAgent:
         """A registered agent for use inside an orchestrator function (as in agent-framework-azurefunctions).
@@ -153,6 +168,16 @@ class AgentFunctionApp(df.DFApp):
         self.function_name(entity_name)(
             self.entity_trigger(context_name="context", entity_name=entity_name)(conversation_entity)
         )
+
+    def _register_agent_tool(self, tool: McpTool, agent: AgentRoute) -> None:
+        settings, clock = self.settings, self.clock
+
+        async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
+            return await run_agent_tool(context, client, agent, settings, clock)
+
+        mcp_tool.__name__ = tool.function_name
+        with_client = self.durable_client_input(client_name="client")(mcp_tool)
+        self.function_name(tool.function_name)(self.mcp_tool_trigger(**tool.trigger_arguments())(with_client))
 
     def _register_routes(self, routes: Routes) -> None:
         @self.function_name("api_health")

@@ -18,7 +18,7 @@ from .._errors import InvalidRequestError, MessageTooLargeError, UnsupportedMedi
 JSON_MEDIA_TYPE = "application/json"
 TEXT_MEDIA_TYPE = "text/plain"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-_IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+IDEMPOTENCY_KEY_PATTERN = re.compile(r"[\x21-\x7e]{1,255}")
 # JSON escaping can grow a message six-fold (\uXXXX); the rest of a body needs little room.
 _BODY_GROWTH = 6
 _BODY_SLACK = 4096
@@ -101,7 +101,7 @@ def idempotency_key(req: func.HttpRequest) -> str | None:
     key = req.headers.get(IDEMPOTENCY_HEADER)
     if key is None:
         return None
-    if not _IDEMPOTENCY_KEY.fullmatch(key):
+    if not IDEMPOTENCY_KEY_PATTERN.fullmatch(key):
         raise InvalidRequestError(
             f"The {IDEMPOTENCY_HEADER} header must be 1-255 visible ASCII characters (a UUID works well).",
             code="invalid_idempotency_key",

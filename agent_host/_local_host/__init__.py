@@ -22,6 +22,9 @@ from .._clock import SYSTEM_CLOCK
 from .durable_api import DurableWebhookApi
 from .functions import DEFAULT_TASK_HUB, discover_durable_functions, discover_functions
 from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
+from .mcp_endpoint import McpEndpoint
+from .mcp_protocol import McpServer
+from .mcp_tools import discover_mcp_tools
 from .orchestration_api import ManagementUrls, OrchestrationWebhookApi
 from .orchestration_scheduler import OrchestrationScheduler
 from .orchestration_store import OrchestrationStore
@@ -65,6 +68,7 @@ class LocalHost:
         scheduler: The entity scheduler (tests use its fault-injection hooks and ``wait_idle``).
         orchestrations: The orchestration engine (tests use its fault-injection hooks, ``wake`` and ``wait_idle``).
         routes: The app's HTTP functions.
+        mcp: The MCP endpoint at ``/runtime/webhooks/mcp``, when the app has ``mcpToolTrigger`` functions.
     """
 
     def __init__(
@@ -127,6 +131,8 @@ class LocalHost:
             clock=clock,
         )
         durable_api = DurableWebhookApi(self.store, self.scheduler, orchestration_api)
+        mcp_tools = discover_mcp_tools(functions)
+        self.mcp = McpEndpoint(McpServer(mcp_tools, self.durable_client_binding)) if mcp_tools else None
         self._server = LocalHttpServer(
             self.routes,
             durable_api,
@@ -134,6 +140,7 @@ class LocalHost:
             function_key=function_key,
             rpc_base_url=lambda: self.rpc_base_url,
             client_urls=urls,
+            mcp=self.mcp,
         )
         self._public = Listener(self._server.handle, host=host, port=port, deadlines=request_deadlines)
         # The durable client polls state often: its requests are logged at DEBUG, the public ones at INFO.
@@ -199,6 +206,21 @@ class LocalHost:
                 lines.extend(f"  {name}" for name in sorted(names))
         return lines
 
+    def describe_mcp(self) -> list[str]:
+        """The MCP endpoints and tools, one line each, for a startup banner (none when the app has no MCP tools).
+
+        Returns:
+            The lines.
+        """
+        if self.mcp is None:
+            return []
+        tools = ", ".join(sorted(tool.tool_name for tool in self.mcp.server.tools.values()))
+        return [
+            f"  Streamable HTTP  {self.base_url}/runtime/webhooks/mcp",
+            f"  SSE (legacy)     {self.base_url}/runtime/webhooks/mcp/sse",
+            f"  tools: {tools}",
+        ]
+
     async def start(self) -> None:
         """Bind both listeners on the running loop and start the entity scheduler.
 
@@ -228,6 +250,8 @@ class LocalHost:
             return
         self._stopped = True
         try:
+            if self.mcp is not None:
+                await self.mcp.close()  # open SSE streams would hold the public listener's shutdown
             # Public first: functions still running there may call the private listener until they finish.
             await self._public.stop()
             await self._private.stop()
@@ -342,6 +366,10 @@ async def _serve(local_host: LocalHost, banner_lines: Sequence[str]) -> None:
             print(line, flush=True)
         for line in local_host.describe_durable_functions():
             print(line, flush=True)
+        if local_host.mcp is not None:
+            print("MCP endpoint (x-functions-key: the function key, when one is set):", flush=True)
+            for line in local_host.describe_mcp():
+                print(line, flush=True)
         await stop_requested.wait()
     finally:
         await local_host.stop()

@@ -98,6 +98,8 @@ def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRou
             entities[entity_name] = function.get_user_function()
         elif trigger_type == "httpTrigger":
             routes.append(_http_route(name, function, trigger_dict))
+        elif trigger_type == "mcpToolTrigger":
+            continue  # served by the MCP endpoint (mcp_tools.py discovers these)
         elif trigger_type not in _DURABLE_TRIGGERS:  # those are found by discover_durable_functions
             logger.warning("function %r has a %s trigger, which the local host does not run", name, trigger_type)
     return routes, entities

@@ -25,6 +25,7 @@ from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
 from .errors import error_response
 from .functions import HttpRoute
 from .listener import read_body
+from .mcp_endpoint import MCP_SEGMENTS, McpEndpoint
 from .orchestration_api import ManagementUrls
 from .route_template import split_path
 
@@ -91,6 +92,7 @@ class LocalHttpServer:
         function_key: str | None,
         rpc_base_url: Callable[[], str],
         client_urls: ManagementUrls | None = None,
+        mcp: McpEndpoint | None = None,
     ) -> None:
         """Configure the server.
 
@@ -102,6 +104,7 @@ class LocalHttpServer:
             rpc_base_url: Returns the private webhook base URL handed to durable clients (known only once bound).
             client_urls: Builds the ``creationUrls``/``managementUrls`` templates of the durable client binding;
                 None hands out empty ones.
+            mcp: The MCP extension's endpoint (``/runtime/webhooks/mcp``), when the app has MCP tools.
         """
         self.routes = routes
         self._durable_api = durable_api
@@ -110,6 +113,7 @@ class LocalHttpServer:
         self._function_key = function_key
         self._rpc_base_url = rpc_base_url
         self._client_urls = client_urls
+        self._mcp = mcp
 
     def describe_routes(self, base_url: str) -> list[str]:
         """List the HTTP routes for the startup banner.
@@ -160,6 +164,9 @@ class LocalHttpServer:
         path = split_path(request.rel_url.raw_path)
         if [s.lower() for s in path[: len(WEBHOOK_SEGMENTS)]] == list(WEBHOOK_SEGMENTS):
             return await self._public_webhook(request, path[len(WEBHOOK_SEGMENTS) :])
+        if self._mcp is not None and [s.lower() for s in path[: len(MCP_SEGMENTS)]] == list(MCP_SEGMENTS):
+            refusal = self._webhook_refusal(request, "The MCP endpoint")
+            return refusal or await self._mcp.handle(request, path[len(MCP_SEGMENTS) :])
         if [s.lower() for s in path[: len(self._prefix)]] != self._prefix:
             return error_response(404, "not_found", f"No function serves {request.path}.")
         path = path[len(self._prefix) :]
@@ -197,17 +204,30 @@ class LocalHttpServer:
         Returns:
             The webhook API's answer, 401 without the key, or 403 for a remote client when no key is configured.
         """
+        refusal = self._webhook_refusal(request, "The durable webhook API")
+        return refusal or await self._durable_api.handle(request, segments)
+
+    def _webhook_refusal(self, request: web.BaseRequest, api: str) -> web.Response | None:
+        """Refuse a webhook request without the key (401), or from a remote client when no key is set (403).
+
+        On Azure an extension's webhooks need its system key; locally the function key stands in for it.
+
+        Args:
+            request: The incoming request.
+            api: What is refused, for the message.
+
+        Returns:
+            The refusal, or None when the request may proceed.
+        """
         if self._function_key is not None and not self._has_key(request):
             return error_response(
                 401,
                 "unauthorized",
-                "The durable webhook API needs the function key in the x-functions-key header or the code parameter.",
+                f"{api} needs the function key in the x-functions-key header or the code parameter.",
             )
         if self._function_key is None and not _is_loopback(request.remote):
-            return error_response(
-                403, "forbidden", "Without a function key the durable webhook API accepts only loopback clients."
-            )
-        return await self._durable_api.handle(request, segments)
+            return error_response(403, "forbidden", f"{api} accepts only loopback clients when no function key is set.")
+        return None
 
     def _has_key(self, request: web.BaseRequest) -> bool:
         """Tell whether the request carries the function key (always true when none is configured).

@@ -35,20 +35,29 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entity", ("agent_host._conversation.entity",)),
     ("http", ("agent_host._http",)),
     ("orchestration", ("agent_host._orchestrations",)),
+    ("mcp", ("agent_host._mcp",)),
     ("host", ("agent_host._local_host", "agent_host._app", "agent_host.__main__", "agent_host")),
 ]
-# What a layer must not import even though it is lower: the HTTP side knows the contract and the stored shapes,
-# not how history, sessions or the decoded-state cache work; the local host knows the Functions protocol only.
+# What a layer must not import even though it is lower: the trigger side (HTTP routes, MCP tools) knows the contract
+# and the stored shapes, not how history, sessions or the decoded-state cache work; the local host knows the
+# Functions protocol only.
+_TRIGGER_SIDE_MUST_NOT_KNOW = (
+    "agent_host._conversation.entity",
+    "agent_host._conversation.history",
+    "agent_host._conversation.history_plan",
+    "agent_host._conversation.sessions",
+    "agent_host._conversation.state_cache",
+    "agent_host._conversation.retention",
+)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "agent_host._http": (
-        "agent_host._conversation.entity",
-        "agent_host._conversation.history",
-        "agent_host._conversation.history_plan",
-        "agent_host._conversation.sessions",
-        "agent_host._conversation.state_cache",
-        "agent_host._conversation.retention",
+    "agent_host._http": _TRIGGER_SIDE_MUST_NOT_KNOW,
+    "agent_host._mcp": _TRIGGER_SIDE_MUST_NOT_KNOW,
+    "agent_host._local_host": (
+        "agent_host._conversation",
+        "agent_host._http",
+        "agent_host._contract",
+        "agent_host._mcp",
     ),
-    "agent_host._local_host": ("agent_host._conversation", "agent_host._http", "agent_host._contract"),
     # An orchestration reaches a conversation only through the entity's wire contract, as the HTTP side does.
     "agent_host._orchestrations": ("agent_host._conversation", "agent_host._http"),
 }

@@ -1,0 +1,234 @@
+"""The MCP endpoint the Functions MCP extension serves, over its two transports, at ``/runtime/webhooks/mcp``.
+
+Streamable HTTP (``POST /runtime/webhooks/mcp``): stateless like the extension's, one JSON-RPC message per POST, the
+answer sent as one server-sent event; ``initialize`` issues an ``Mcp-Session-Id``, which later requests echo; GET and
+DELETE are not offered (405). Legacy SSE (``GET .../mcp/sse``, then ``POST .../mcp/message?azmcpcs=...``): the event
+stream first names the message endpoint (relative, as the extension does by default), then carries every answer.
+Keys are checked by the server before a request gets here. Knows HTTP and the transports, not what tools do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from .errors import error_response
+from .listener import read_body
+from .mcp_protocol import Caller, McpProtocolError, McpServer, error_message, parse_message
+
+logger = logging.getLogger(__name__)
+
+MCP_SEGMENTS = ("runtime", "webhooks", "mcp")
+SSE_SEGMENT = "sse"
+MESSAGE_SEGMENT = "message"
+SESSION_HEADER = "Mcp-Session-Id"
+CLIENT_STATE_QUERY = "azmcpcs"
+STREAMABLE_TRANSPORT = "http-streamable"
+SSE_TRANSPORT = "http-sse"
+SSE_MEDIA_TYPE = "text/event-stream"
+KEEPALIVE_SECONDS = 15.0
+"""How often an idle SSE stream gets a comment line, which also notices a client that went away."""
+
+# The extension's sessions are stateless (the id is encrypted client state); any visible-ASCII id is accepted here.
+_SESSION_ID = re.compile(r"[\x21-\x7e]{1,512}")
+_NO_CACHE = {"Cache-Control": "no-cache,no-store"}
+
+
+def sse_event(event: str, data: str) -> bytes:
+    """One server-sent event (``data`` holds no newline: it is compact JSON or a URL)."""
+    return f"event: {event}\ndata: {data}\n\n".encode()
+
+
+@dataclass
+class _SseSession:
+    """One open legacy SSE stream: where answers to its POSTed messages go."""
+
+    client_id: str
+    answers: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
+    client_info: dict[str, Any] | None = None
+
+
+class McpEndpoint:
+    """Serves ``/runtime/webhooks/mcp`` (Streamable HTTP) and its legacy SSE pair for one :class:`McpServer`."""
+
+    def __init__(self, server: McpServer) -> None:
+        """Serve this MCP server.
+
+        Args:
+            server: Answers the JSON-RPC messages.
+        """
+        self.server = server
+        self._sessions: dict[str, _SseSession] = {}
+        self._answering: set[asyncio.Task[None]] = set()
+
+    async def handle(self, request: web.BaseRequest, segments: list[str]) -> web.StreamResponse:
+        """Serve one request below ``/runtime/webhooks/mcp``.
+
+        Args:
+            request: The incoming request (its key already checked).
+            segments: Path segments after ``runtime/webhooks/mcp``.
+
+        Returns:
+            The response.
+        """
+        rest = [segment.lower() for segment in segments]
+        if not rest:
+            return await self._streamable(request)
+        if rest == [SSE_SEGMENT]:
+            return await self._sse(request)
+        if rest == [MESSAGE_SEGMENT]:
+            return await self._message(request)
+        return error_response(
+            404, "not_found", f"No MCP endpoint at {request.path}; use /runtime/webhooks/mcp (or .../mcp/sse)."
+        )
+
+    async def close(self) -> None:
+        """End every open SSE stream and drop the answers still being worked on (the host is stopping)."""
+        for session in list(self._sessions.values()):
+            session.answers.put_nowait(None)
+        for task in list(self._answering):
+            task.cancel()
+        await asyncio.gather(*self._answering, return_exceptions=True)
+
+    # -- Streamable HTTP ------------------------------------------------------------------------------------------
+
+    async def _streamable(self, request: web.BaseRequest) -> web.StreamResponse:
+        """One JSON-RPC message per POST; a request's answer comes back as one server-sent event."""
+        if request.method.upper() != "POST":
+            return _method_not_allowed(request, "POST", "Streamable HTTP takes POST only (the extension is stateless).")
+        if not _accepts_json_and_events(request.headers.get("Accept", "")):
+            return _rpc_error(
+                406, -32000, "Not Acceptable: Client must accept both application/json and text/event-stream"
+            )
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is not None and not _SESSION_ID.fullmatch(session_id):
+            return _rpc_error(400, -32000, "Invalid client state.")
+        try:
+            message = parse_message(await read_body(request))
+        except McpProtocolError as error:
+            return _rpc_error(400, error.code, error.message)
+        answer = await self.server.answer(message, Caller(STREAMABLE_TRANSPORT, session_id, _headers(request)))
+        if answer is None:
+            return web.Response(status=202)
+        headers = dict(_NO_CACHE)
+        if message.get("method") == "initialize" and "result" in answer:
+            headers[SESSION_HEADER] = uuid.uuid4().hex
+        body = sse_event("message", json.dumps(answer, ensure_ascii=False))
+        return web.Response(status=200, body=body, content_type=SSE_MEDIA_TYPE, charset="utf-8", headers=headers)
+
+    # -- legacy SSE -----------------------------------------------------------------------------------------------
+
+    async def _sse(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Open an event stream: the message endpoint first, then every answer, until the client or the host leaves."""
+        if request.method.upper() != "GET":
+            return _method_not_allowed(request, "GET", "The SSE endpoint is opened with GET.")
+        session = _SseSession(uuid.uuid4().hex)
+        self._sessions[session.client_id] = session
+        endpoint = f"{MESSAGE_SEGMENT}?{CLIENT_STATE_QUERY}={session.client_id}"
+        key = request.query.get("code") or request.headers.get("x-functions-key")
+        if key:
+            # As the extension does: the message endpoint carries the key the stream was opened with.
+            endpoint += f"&code={quote(key, safe='')}"
+        response = web.StreamResponse(status=200, headers={**_NO_CACHE, "Content-Type": SSE_MEDIA_TYPE})
+        try:
+            await response.prepare(request)
+            await response.write(sse_event("endpoint", endpoint))
+            await self._stream_answers(request, response, session)
+        except ConnectionError:
+            logger.debug("SSE client %s went away", session.client_id)
+        finally:
+            self._sessions.pop(session.client_id, None)
+        return response
+
+    async def _stream_answers(
+        self, request: web.BaseRequest, response: web.StreamResponse, session: _SseSession
+    ) -> None:
+        """Write the session's answers as they come, with a comment line when idle, until told to stop."""
+        while True:
+            try:
+                answer = await asyncio.wait_for(session.answers.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                if request.transport is None or request.transport.is_closing():
+                    return
+                await response.write(b": keep-alive\n\n")
+                continue
+            if answer is None:
+                return
+            await response.write(sse_event("message", json.dumps(answer, ensure_ascii=False)))
+
+    async def _message(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Accept one message for an open SSE stream (202); its answer goes to that stream."""
+        if request.method.upper() != "POST":
+            return _method_not_allowed(request, "POST", "Messages for an SSE session are POSTed.")
+        client_id = request.query.get(CLIENT_STATE_QUERY)
+        if not client_id:
+            return error_response(
+                400, "missing_session", "Missing service context. Connect to the /sse endpoint to start a session."
+            )
+        session = self._sessions.get(client_id)
+        if session is None:
+            return error_response(
+                400,
+                "unknown_session",
+                f"No active session for client {client_id[:80]!r}. Connect to the /sse endpoint to start a session.",
+            )
+        try:
+            message = parse_message(await read_body(request))
+        except McpProtocolError as error:
+            return _rpc_error(400, error.code, error.message)
+        if message.get("method") == "initialize" and isinstance(message.get("params"), dict):
+            info = message["params"].get("clientInfo")
+            session.client_info = info if isinstance(info, dict) else None
+        caller = Caller(SSE_TRANSPORT, session.client_id, _headers(request), session.client_info)
+        task = asyncio.create_task(self._answer_on_stream(session, message, caller))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+        return web.Response(status=202, text="Accepted")
+
+    async def _answer_on_stream(self, session: _SseSession, message: dict[str, Any], caller: Caller) -> None:
+        """Answer a message and queue the answer on its stream (gone streams drop it)."""
+        answer = await self.server.answer(message, caller)
+        if answer is not None and session.client_id in self._sessions:
+            session.answers.put_nowait(answer)
+
+
+def _accepts_json_and_events(accept: str) -> bool:
+    """Whether an Accept header takes both JSON and server-sent events, as the extension requires of a POST."""
+    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+
+    def takes(media: str) -> bool:
+        return media in types or f"{media.split('/')[0]}/*" in types or "*/*" in types
+
+    return takes("application/json") and takes(SSE_MEDIA_TYPE)
+
+
+def _headers(request: web.BaseRequest) -> dict[str, str]:
+    """The request's headers for the invocation context, repeated ones joined with commas as the extension does."""
+    joined: dict[str, str] = {}
+    for name, value in request.headers.items():
+        joined[name] = f"{joined[name]},{value}" if name in joined else value
+    return joined
+
+
+def _rpc_error(status: int, code: int, message: str) -> web.Response:
+    """An HTTP error whose body is a JSON-RPC error, as the extension answers transport-level problems."""
+    body = json.dumps(error_message(None, McpProtocolError(code, message)))
+    return web.Response(status=status, text=body, content_type="application/json")
+
+
+def _method_not_allowed(request: web.BaseRequest, allowed: str, why: str) -> web.Response:
+    """405 with ``Allow``, in the local host's JSON error body."""
+    return error_response(
+        405,
+        "method_not_allowed",
+        f"{request.method} is not allowed on {request.path}; use {allowed}. {why}",
+        headers={"Allow": allowed},
+    )

@@ -1,0 +1,219 @@
+"""An agent's MCP tool call: one ordinary turn of a conversation, signalled and read back like `POST .../turns`.
+
+The tool function never runs the agent: it signals the conversation's entity (`run`) and polls the state for the
+turn's receipt, so the HTTP API shows the turn like any other. Every call carries an idempotency key (the caller's,
+or one made up here) and its turn id derives from it: a retry of a call, whether its turn is still running or
+answered, never runs the agent twice. Knows the extension's invocation context and the stored turn records; nothing
+of HTTP or of how the entity runs a turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import azure.durable_functions as df
+
+from .._clock import Clock
+from .._contract import RUN_OPERATION, AgentRoute, validate_conversation_id
+from .._conversation.state import DELETED_KEY, StoredState, is_deleted
+from .._conversation.turn_records import (
+    answer_messages,
+    find_keyed_turn,
+    find_turn,
+    new_turn_id,
+    request_hash,
+    turn_text,
+)
+from .._errors import (
+    AgentHostError,
+    ConversationNotFoundError,
+    IdempotencyConflictError,
+    InvalidRequestError,
+    MessageTooLargeError,
+    TurnExpiredError,
+    internal_error,
+)
+from .._http.durable_client import ConversationClient
+from .._http.requests import IDEMPOTENCY_KEY_PATTERN
+from .._settings import HostSettings
+from .results import answer_result, error_result, pending_result
+from .tools import IDEMPOTENCY_KEY_PROPERTY, LEGACY_THREAD_ID_PROPERTY, QUERY_PROPERTY, SESSION_ID_PROPERTY
+
+logger = logging.getLogger("agent_host.mcp")
+
+# A first call with a key but no sessionId starts the conversation its key names, so a retry finds the same one.
+DERIVED_SESSION_PREFIX = "mcp-"
+GENERATED_KEY_PREFIX = "mcp-"
+
+
+@dataclass(frozen=True)
+class AgentToolCall:
+    """A parsed call of an agent's tool.
+
+    Attributes:
+        query: The message for the agent.
+        session_id: The conversation id (given, derived from the caller's key, or new).
+        idempotency_key: The caller's key, or one made up for this call.
+        caller_key: Whether the caller chose the key (only then can an earlier call have used it).
+    """
+
+    query: str
+    session_id: str
+    idempotency_key: str
+    caller_key: bool
+
+
+def parse_agent_tool_call(context: str, agent_name: str, max_message_bytes: int) -> AgentToolCall:
+    """Read the extension's invocation context (`{"name", "arguments", "sessionid", ...}`) for an agent's tool.
+
+    `sessionid` there is the MCP transport's session, not a conversation: the conversation is the `sessionId`
+    argument (or the legacy `threadId`).
+
+    Raises:
+        InvalidRequestError: the context is not a JSON object, the query is missing or blank, an id or key is
+            malformed, or sessionId and threadId disagree.
+        MessageTooLargeError: the query is over the message size limit.
+    """
+    try:
+        data = json.loads(context)
+    except (TypeError, ValueError):
+        raise InvalidRequestError("The MCP tool invocation context is not JSON.", code="invalid_json") from None
+    arguments = data.get("arguments") if isinstance(data, dict) else None
+    if not isinstance(arguments, dict):
+        arguments = {}
+    query = arguments.get(QUERY_PROPERTY)
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidRequestError(
+            f"The {QUERY_PROPERTY!r} argument is required: send the message for the agent as a non-empty string.",
+            code="missing_message",
+        )
+    size = len(query.encode("utf-8", "surrogatepass"))
+    if size > max_message_bytes:
+        raise MessageTooLargeError(size, max_message_bytes, what="query")
+    key = _text_argument(arguments, IDEMPOTENCY_KEY_PROPERTY, "invalid_idempotency_key")
+    if key is not None and not IDEMPOTENCY_KEY_PATTERN.fullmatch(key):
+        raise InvalidRequestError(
+            f"The {IDEMPOTENCY_KEY_PROPERTY!r} argument must be 1-255 visible ASCII characters (a UUID works well).",
+            code="invalid_idempotency_key",
+        )
+    session_id = _session_id(arguments)
+    if session_id is None:
+        session_id = _derived_session_id(agent_name, key) if key is not None else uuid.uuid4().hex
+    return AgentToolCall(
+        query=query,
+        session_id=session_id,
+        idempotency_key=key if key is not None else f"{GENERATED_KEY_PREFIX}{uuid.uuid4().hex}",
+        caller_key=key is not None,
+    )
+
+
+def _text_argument(arguments: Mapping[str, Any], name: str, code: str) -> str | None:
+    """An optional string argument; absent, null or blank is None.
+
+    Raises:
+        InvalidRequestError: the argument is not a string (with `code`).
+    """
+    value = arguments.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequestError(
+            f"The {name!r} argument must be a string, got {type(value).__name__} ({json.dumps(value)[:80]}).",
+            code=code,
+        )
+    return value
+
+
+def _session_id(arguments: Mapping[str, Any]) -> str | None:
+    """The conversation the call continues: `sessionId`, or the legacy `threadId`; None for a new one.
+
+    Raises:
+        InvalidRequestError: an id is malformed, or the two name different conversations.
+    """
+    given = {
+        name: value
+        for name in (SESSION_ID_PROPERTY, LEGACY_THREAD_ID_PROPERTY)
+        if (value := _text_argument(arguments, name, "invalid_conversation_id")) is not None
+    }
+    if len(set(given.values())) > 1:
+        listed = ", ".join(f"{name}={value!r}" for name, value in given.items())
+        raise InvalidRequestError(
+            f"Conflicting session identifiers supplied: {listed}. Send sessionId alone.", code="conflicting_session_id"
+        )
+    return validate_conversation_id(next(iter(given.values()))) if given else None
+
+
+def _derived_session_id(agent_name: str, key: str) -> str:
+    """The conversation a keyless-session call with this key starts: the same for every retry of the call."""
+    digest = hashlib.sha256(f"{agent_name}\n{key}".encode()).hexdigest()[:32]
+    return f"{DERIVED_SESSION_PREFIX}{digest}"
+
+
+async def run_agent_tool(
+    context: str, client: df.DurableOrchestrationClient, agent: AgentRoute, settings: HostSettings, clock: Clock
+) -> str:
+    """Serve one call of an agent's tool and return the tool result (see `results.py`).
+
+    Every failure, the call's own or its turn's, is a tool error result with a code and a message; nothing raises
+    to the extension, which would hide both behind a generic message.
+    """
+    session_id: str | None = None
+    try:
+        call = parse_agent_tool_call(context, agent.name, settings.max_message_bytes)
+        session_id = call.session_id
+        return await _run_turn(call, ConversationClient(client, agent.entity_name), agent, settings, clock)
+    except AgentHostError as error:
+        return error_result(error.to_record(), session_id=session_id)
+    except Exception:
+        logger.exception("Unexpected error serving an MCP call of agent %r", agent.name)
+        return error_result(internal_error().to_record(), session_id=session_id)
+
+
+async def _run_turn(
+    call: AgentToolCall, conversations: ConversationClient, agent: AgentRoute, settings: HostSettings, clock: Clock
+) -> str:
+    """Signal the turn (unless the key already has one) and answer from the state that settles it."""
+    payload = {"message": call.query}
+    digest = request_hash(payload)
+    if call.caller_key:
+        state = await conversations.read(call.session_id)
+        earlier = find_keyed_turn(state, call.idempotency_key) if state is not None and not is_deleted(state) else None
+        if state is not None and earlier is not None:
+            # A retry of an answered call: the same answer, without running the agent again.
+            return _settled(agent, call, state, earlier[0], digest)
+    turn_id = new_turn_id(clock.now_ms(), call.idempotency_key)
+    operation = {"turnId": turn_id, **payload, "idempotencyKey": call.idempotency_key, "requestHash": digest}
+    await conversations.signal(call.session_id, RUN_OPERATION, operation)
+    # No 202 in MCP: wait as long as any HTTP request may, then say how to collect the answer.
+    waited = settings.max_wait_seconds
+    state = await conversations.wait_for_turn(call.session_id, turn_id, waited)
+    if state is None:
+        return pending_result(agent.name, call.session_id, turn_id, call.idempotency_key, waited)
+    return _settled(agent, call, state, turn_id, digest)
+
+
+def _settled(agent: AgentRoute, call: AgentToolCall, state: StoredState, turn_id: str, digest: str) -> str:
+    """The result of a settled turn: its answer, its failure, or why it can no longer be read.
+
+    Raises:
+        ConversationNotFoundError: the conversation was deleted with the turn.
+        TurnExpiredError: the turn ran but its record is no longer kept.
+        IdempotencyConflictError: the key's turn asked something else.
+    """
+    reported_id, record = find_turn(state, turn_id)
+    if record is None:
+        if DELETED_KEY in state:
+            raise ConversationNotFoundError(agent.name, call.session_id, deleted=True)
+        raise TurnExpiredError(call.session_id, reported_id)
+    if record.get("requestHash") != digest:
+        raise IdempotencyConflictError(call.idempotency_key, reported_id)
+    if record["status"] != "completed":
+        return error_result(record["error"], session_id=call.session_id, turn_id=reported_id)
+    text = turn_text(answer_messages(state, record))
+    return answer_result(agent.name, call.session_id, reported_id, text, record.get("approvalRequests", []))

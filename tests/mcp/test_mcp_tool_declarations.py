@@ -1,0 +1,128 @@
+"""The app side of MCP tools without a host: declarations, the registry, argument parsing and the result envelope."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ScriptedChatClient, build_app, make_agent
+
+from agent_host import InvalidRequestError
+from agent_host._mcp.agent_tool import parse_agent_tool_call
+from agent_host._mcp.results import answer_result, error_result
+from agent_host._mcp.tools import McpToolRegistry, agent_tool, require_result_schema_support
+
+
+def context(**arguments: object) -> str:
+    """An invocation context as the extension sends it (the transport's session is not the conversation)."""
+    return json.dumps({"name": "assistant", "arguments": arguments, "sessionid": "transport-session"})
+
+
+def test_a_key_without_a_session_id_names_the_same_conversation_on_every_retry() -> None:
+    first = parse_agent_tool_call(context(query="hi", idempotencyKey="k1"), "assistant", 1000)
+    retry = parse_agent_tool_call(context(query="hi", idempotencyKey="k1"), "assistant", 1000)
+    other_agent = parse_agent_tool_call(context(query="hi", idempotencyKey="k1"), "billing", 1000)
+
+    assert first.session_id == retry.session_id
+    assert first.session_id.startswith("mcp-") and len(first.session_id) == 36
+    assert other_agent.session_id != first.session_id
+    assert (first.idempotency_key, first.caller_key) == ("k1", True)
+
+
+def test_a_call_without_a_key_gets_a_fresh_one_and_a_fresh_conversation() -> None:
+    one = parse_agent_tool_call(context(query="hi"), "assistant", 1000)
+    two = parse_agent_tool_call(context(query="hi"), "assistant", 1000)
+
+    assert one.caller_key is False
+    assert one.idempotency_key.startswith("mcp-") and one.idempotency_key != two.idempotency_key
+    assert one.session_id != two.session_id
+    assert one.session_id != "transport-session"
+
+
+def test_a_blank_session_id_counts_as_absent_like_the_published_host() -> None:
+    call = parse_agent_tool_call(context(query="hi", sessionId=" ", threadId="t-1"), "assistant", 1000)
+
+    assert call.session_id == "t-1"
+
+
+def test_an_invocation_context_that_is_not_json_is_an_invalid_request() -> None:
+    with pytest.raises(InvalidRequestError, match="not JSON") as raised:
+        parse_agent_tool_call("{oops", "assistant", 1000)
+
+    assert raised.value.code == "invalid_json"
+
+
+def test_tool_names_are_unique_ignoring_case_across_every_kind_of_tool() -> None:
+    registry = McpToolRegistry()
+    registry.add(agent_tool("Support", None))
+
+    with pytest.raises(ValueError, match="'support' is taken"):
+        registry.add(agent_tool("support", None))
+
+
+def test_an_empty_description_falls_back_to_the_published_hosts_default() -> None:
+    assert agent_tool("writer", "   ").description == "Interact with writer agent"
+    assert agent_tool("writer", " Writes. ").description == "Writes."
+
+
+@pytest.mark.parametrize("version", ["1.21.0", "1.24.0", "1.25.0b1"])
+def test_an_azure_functions_that_drops_use_result_schema_is_refused(version: str) -> None:
+    with pytest.raises(RuntimeError, match=r"azure-functions 1\.26 or later"):
+        require_result_schema_support(version)
+
+
+@pytest.mark.parametrize("version", ["1.26.0", "1.27.1", "2.3.0"])
+def test_azure_functions_versions_that_write_use_result_schema_are_accepted(version: str) -> None:
+    require_result_schema_support(version)
+
+
+def test_the_app_refuses_an_mcp_tool_before_it_registers_anything(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent_host._mcp.tools as tools
+
+    monkeypatch.setattr(tools.func, "__version__", "1.25.0")
+    app = build_app()
+
+    with pytest.raises(RuntimeError, match="enable_mcp_tool_trigger needs"):
+        app.add_agent(make_agent(ScriptedChatClient()), enable_mcp_tool_trigger=True)
+
+    assert app.agents == {}
+    assert app.mcp_tools.tools == []
+
+
+def test_results_are_the_extensions_call_tool_result_envelope() -> None:
+    envelope = json.loads(answer_result("assistant", "c1", "t1", "Hello.", []))
+    failed = json.loads(
+        json.loads(error_result({"code": "turn_failed", "message": "It failed."}, session_id="c1"))["content"]
+    )
+
+    assert envelope["type"] == "call_tool_result"
+    assert json.loads(envelope["content"]) == {
+        "content": [
+            {"type": "text", "text": "Hello."},
+            {
+                "type": "text",
+                "text": 'sessionId: c1 (call assistant again with sessionId "c1" to continue this conversation)',
+            },
+        ],
+        "structuredContent": {"status": "completed", "response": "Hello.", "sessionId": "c1", "turnId": "t1"},
+        "isError": False,
+    }
+    assert failed == {
+        "content": [{"type": "text", "text": "turn_failed: It failed."}],
+        "structuredContent": {
+            "status": "failed",
+            "error": {"code": "turn_failed", "message": "It failed."},
+            "sessionId": "c1",
+        },
+        "isError": True,
+    }
+
+
+def test_a_turn_waiting_for_tool_approval_says_so_and_where_to_answer() -> None:
+    approvals = [{"id": "ap-1", "toolName": "delete_file", "arguments": {"path": "a.txt"}}]
+
+    result = json.loads(json.loads(answer_result("assistant", "c1", "t1", "", approvals))["content"])
+
+    assert result["structuredContent"]["approvalRequests"] == approvals
+    assert "delete_file (approval id ap-1)" in result["content"][2]["text"]
+    assert "POST /api/agents/assistant/conversations/c1/turns" in result["content"][2]["text"]
