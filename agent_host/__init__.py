@@ -22,6 +22,7 @@ from ._errors import (
     UnsupportedMediaTypeError,
 )
 from ._offline import OfflineChatClient
+from ._orchestrations.errors import AgentTurnError, StructuredOutputError
 from ._retention_settings import RetentionSettings
 from ._settings import HostSettings, chat_client_from_settings
 
@@ -29,6 +30,7 @@ __all__ = [
     "AgentFunctionApp",
     "AgentHostError",
     "AgentNotFoundError",
+    "AgentTurnError",
     "Clock",
     "ConversationNotFoundError",
     "DurableHistoryProvider",
@@ -43,6 +45,7 @@ __all__ = [
     "StateCorruptError",
     "StateVersionError",
     "StorageUnavailableError",
+    "StructuredOutputError",
     "SystemClock",
     "TurnExpiredError",
     "TurnFailedError",

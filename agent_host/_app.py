@@ -18,6 +18,7 @@ from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._http.routes import Routes
+from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
 from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
 
@@ -132,6 +133,17 @@ class AgentFunctionApp(df.DFApp):
         self._register_entity(entity_name, entity)
         self._entities[name] = entity
         self._agent_routes[name] = AgentRoute(name=name, entity_name=entity_name, history=plan.owner)
+
+    def get_agent(self, context: df.DurableOrchestrationContext, agent_name: str) -> OrchestrationAgent:
+        """A registered agent for use inside an orchestrator function (as in agent-framework-azurefunctions).
+
+        `agent.create_session()` starts a conversation (`session_id=...` joins one the HTTP API serves);
+        `yield agent.run("...", session=session)` takes a turn in it and gives an `AgentResponse`.
+
+        Raises:
+            ValueError: no agent of that name is registered.
+        """
+        return orchestration_agent(context, self._agent_routes, agent_name)
 
     def _register_entity(self, entity_name: str, entity: ConversationEntity) -> None:
         def conversation_entity(context: df.DurableEntityContext) -> None:

@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -35,6 +35,13 @@ TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Anchored: pydantic's `pattern` matches anywhere in the string unless told otherwise.
 CHANGE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_APPROVALS_PER_TURN = 32
+# The most a `run` operation asked for its reply returns, in UTF-8 bytes of its JSON. The result travels back to an
+# orchestration in its history and through the host's queues, and an oversized operation result can make the host
+# fail the whole batch and roll back the entity state (microsoft/agent-framework#3884). Past this, the turn is
+# still recorded and the reply says how large it was instead of carrying the answer.
+MAX_REPLY_BYTES = 32 * 1024
+# Run options the host decides: who keeps the history is settled at registration (architecture.md, failure 10).
+HOST_OWNED_RUN_OPTIONS = ("store", "conversation_id")
 
 # The operations a conversation entity runs; the HTTP side signals them and knows nothing else of the entity.
 RUN_OPERATION = "run"
@@ -234,6 +241,44 @@ class RunOperation(BaseModel):
     approvals: list[ApprovalAnswer] = Field(default_factory=list)
     idempotency_key: str | None = None
     request_hash: str | None = None
+    # Return the answer in the operation's result (an orchestration's `call_entity` reads nothing else), bounded by
+    # MAX_REPLY_BYTES; without it the result only names the turn and its status.
+    reply: StrictBool = False
+    # Options for this run's `agent.run(options=...)`, as JSON: a structured-output schema, a temperature.
+    options: dict[str, Any] | None = None
+
+    @field_validator("options")
+    @classmethod
+    def _options_the_caller_may_set(cls, options: dict[str, Any] | None) -> dict[str, Any] | None:
+        if options is None:
+            return None
+        owned = [name for name in HOST_OWNED_RUN_OPTIONS if name in options]
+        if owned:
+            raise ValueError(
+                f"run options {', '.join(owned)} are decided by the host when the agent is registered; leave them out"
+            )
+        if not isinstance(options.get("response_format", {}), dict):
+            raise ValueError("response_format must be a JSON schema object; a class cannot cross the entity boundary")
+        return options
+
+
+class RunReply(BaseModel):
+    """Result of the entity's `run` operation when the caller asked for the reply (`RunOperation.reply`).
+
+    `messages` are the answer's stored message records (`_records.py`), omitted when the reply would be over
+    MAX_REPLY_BYTES: `reply_bytes` then says how large it was. A failed turn carries its `error`.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
+
+    turn_id: str
+    status: Literal["completed", "failed", "expired"]
+    duplicate: bool = False
+    at: int | None = None
+    messages: list[dict[str, Any]] | None = None
+    usage: dict[str, int] | None = None
+    error: dict[str, str] | None = None
+    reply_bytes: int | None = None
 
 
 class ChangeOperation(BaseModel):

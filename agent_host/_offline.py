@@ -1,12 +1,14 @@
 """OfflineChatClient: a deterministic stand-in model, clearly labelled, that answers from the conversation it is given.
 
 It remembers facts stated as "my X is Y" (and "I am Y"), answers "what is my X?" from the messages it receives,
-calls one of the agent's tools when the user names it, and answers core's summarization requests with the facts
-it finds, so memory, tool calls and compaction can be shown without a model.
+calls one of the agent's tools when the user names it, answers core's summarization requests with the facts
+it finds, and answers a structured-output request with JSON that fits the schema, so memory, tool calls,
+compaction and structured output can be shown without a model.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -15,6 +17,7 @@ from typing import Any, ClassVar
 from agent_framework import BaseChatClient, ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
+from pydantic import BaseModel
 
 OFFLINE_LABEL = "[offline model]"
 SUMMARY_LABEL = f"{OFFLINE_LABEL} Summary"
@@ -26,6 +29,7 @@ _TRANSCRIPT_LINE = re.compile(r"^\d+\. \[(\w+)\] (.*)$")
 _CALLED = re.compile(r"\bfunction_call (\w+)\(")
 _TOOLS_USED = re.compile(r"The assistant used (\w+(?:, \w+)*)\.")
 _ARGUMENT = re.compile(r"(\w+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s,)]+)")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], BaseChatClient[Any]):
@@ -35,6 +39,11 @@ class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], 
     after "My name is Ada." a later "What is my name?" is answered with "Ada" only if that earlier
     message was sent again. Naming one of the agent's tools ("use get_weather city=Paris") makes it call
     that tool; arguments come from `key=value` pairs, or the rest of the sentence for a one-parameter tool.
+
+    With a `response_format` (a pydantic model or a JSON schema) it answers with JSON that fits the schema, read
+    from the last user message: an enum field takes the first of its values the message mentions (else its first),
+    a boolean is true when the message mentions the field's name, a number is the first number in the message
+    (else its minimum or 0), a string is the labelled message itself, a list is empty.
     """
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "agent_host.offline"
@@ -42,7 +51,11 @@ class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], 
     async def _inner_get_response(  # type: ignore[override]
         self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
     ) -> ChatResponse | ResponseStream[ChatResponseUpdate, ChatResponse]:
-        reply = _reply(list(messages), list(options.get("tools") or []))
+        response_format = options.get("response_format")
+        if response_format is not None and _summary_request(list(messages)) is None:
+            reply = Message("assistant", [_structured_reply(response_format, list(messages))])
+        else:
+            reply = _reply(list(messages), list(options.get("tools") or []))
         response = ChatResponse(messages=[reply], model="offline", usage_details=_usage(messages, reply))
         if not stream:
             return response
@@ -67,6 +80,58 @@ def _reply(messages: list[Message], tools: list[Any]) -> Message:
     if call is not None:
         return Message("assistant", [call])
     return Message("assistant", [f"{OFFLINE_LABEL} {_answer(text, messages[:-1])}"])
+
+
+def _structured_reply(response_format: Any, messages: list[Message]) -> str:
+    users = [message for message in messages if message.role == "user"]
+    text = (users[-1].text if users else "") or ""
+    schema = _schema_of(response_format)
+    return json.dumps(_fitting_value(schema, schema.get("$defs", {}), text, ""))
+
+
+def _schema_of(response_format: Any) -> dict[str, Any]:
+    """The JSON schema of a pydantic model, of core's chat-style `{"type": "json_schema", ...}`, or as given."""
+    if inspect.isclass(response_format) and issubclass(response_format, BaseModel):
+        return response_format.model_json_schema()
+    if isinstance(response_format, Mapping):
+        if response_format.get("type") == "json_schema":
+            section = response_format.get("json_schema", response_format)
+            return dict(section.get("schema") or {})
+        return dict(response_format)
+    return {}
+
+
+def _fitting_value(schema: Mapping[str, Any], defs: Mapping[str, Any], text: str, name: str) -> Any:
+    if "$ref" in schema:
+        return _fitting_value(defs.get(schema["$ref"].rsplit("/", 1)[-1], {}), defs, text, name)
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        chosen = next((option for option in options if option.get("type") != "null"), options[0])
+        return _fitting_value(chosen, defs, text, name)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        named = [value for value in schema["enum"] if isinstance(value, str) and _mentions(text, value)]
+        return named[0] if named else schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        return {key: _fitting_value(value, defs, text, key) for key, value in properties.items()}
+    if kind == "boolean":
+        return bool(name) and _mentions(text, name.replace("_", " "))
+    if kind in ("integer", "number"):
+        found = _NUMBER.search(text)
+        number = float(found.group()) if found else schema.get("minimum", 0)
+        return int(number) if kind == "integer" else number
+    if kind == "array":
+        return []
+    if kind == "null":
+        return None
+    return f"{OFFLINE_LABEL} {text.strip()}"
+
+
+def _mentions(text: str, words: str) -> bool:
+    return re.search(rf"\b{re.escape(words)}\b", text, re.IGNORECASE) is not None
 
 
 def _answer(text: str, earlier: list[Message]) -> str:

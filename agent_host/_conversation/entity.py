@@ -34,6 +34,7 @@ from .._telemetry import telemetry
 from .approvals import answer_contents, pending_from_response, remaining_after
 from .history import BUFFER_KEY, assign_transcript_ids, delivered_response, reconcile_by_message_id
 from .history_plan import HistoryPlan
+from .replies import expired_result, run_result
 from .retention import Receipts, apply_retention_settings, make_room_for_turn, retain_after_turn
 from .sessions import restore_session, session_id_for, snapshot_session
 from .state import (
@@ -43,6 +44,7 @@ from .state import (
     CONVERSATION_ID_KEY,
     CREATED_AT_KEY,
     DELETED_KEY,
+    EXPIRED_TURNS_KEY,
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
@@ -131,18 +133,22 @@ class ConversationEntity:
         state, stored_bytes = self._load_state(context, read_raw_state(context))
         if turn_id in state.get(TURNS_KEY, {}):
             # Signals arrive at least once: a known turn id returns its recorded result (architecture.md, failure 9).
-            context.set_result({"turnId": turn_id, "status": state[TURNS_KEY][turn_id]["status"], "duplicate": True})
+            context.set_result(run_result(state, turn_id, reply=request.reply, duplicate=True))
+            return
+        if turn_id in state.get(EXPIRED_TURNS_KEY, ()):
+            # Its record aged out, but the turn ran: a late redelivery must not run the model again (failure 9).
+            context.set_result(expired_result(turn_id))
             return
         earlier = find_keyed_turn(state, request.idempotency_key) if request.idempotency_key else None
         if earlier is not None:
             # A retry of an Idempotency-Key already answered: its caller reads the original turn; nothing is
             # written, so no number of retries can push the original's record out (architecture.md, failure 15).
-            context.set_result({"turnId": earlier[0], "status": earlier[1]["status"], "duplicate": True})
+            context.set_result(run_result(state, earlier[0], reply=request.reply, duplicate=True))
             return
         expired = expired_keyed_turn(state, request.idempotency_key) if request.idempotency_key else None
         if expired is not None:
             # The key's turn ran and its receipt is gone: the retry reads 410, the model does not run again.
-            context.set_result({"turnId": expired, "status": "expired", "duplicate": True})
+            context.set_result(expired_result(expired))
             return
         started = time.perf_counter()
         committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes)
@@ -155,7 +161,7 @@ class ConversationEntity:
         )
         CONVERSATION_CACHE.remember(self.agent_name, context.entity_key, committed, text)
         write_raw_state(context, text)
-        context.set_result({"turnId": turn_id, "status": committed[TURNS_KEY][turn_id]["status"]})
+        context.set_result(run_result(committed, turn_id, reply=request.reply))
         self._record_telemetry(state, committed, context.entity_key, turn_id, text, time.perf_counter() - started)
 
     def _receipts(self, turn_id: str | None) -> Receipts:
@@ -250,7 +256,8 @@ class ConversationEntity:
         if durable is not None:
             history = CONVERSATION_CACHE.history_for(stored, state[AGENT_KEY])
             session.state[durable.source_id] = {BUFFER_KEY: history.messages}
-        response = AGENT_LOOP.run(agent.run(message, session=session), timeout=self.run_timeout_seconds)
+        options = {"options": dict(request.options)} if request.options else {}
+        response = AGENT_LOOP.run(agent.run(message, session=session, **options), timeout=self.run_timeout_seconds)
         state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
         if not state[PENDING_APPROVALS_KEY]:
             state.pop(PENDING_APPROVALS_KEY)

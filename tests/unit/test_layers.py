@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("conversation", ("agent_host._conversation",)),
     ("entity", ("agent_host._conversation.entity",)),
     ("http", ("agent_host._http",)),
+    ("orchestration", ("agent_host._orchestrations",)),
     ("host", ("agent_host._local_host", "agent_host._app", "agent_host.__main__", "agent_host")),
 ]
 # What a layer must not import even though it is lower: the HTTP side knows the contract and the stored shapes,
@@ -48,6 +49,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "agent_host._conversation.retention",
     ),
     "agent_host._local_host": ("agent_host._conversation", "agent_host._http", "agent_host._contract"),
+    # An orchestration reaches a conversation only through the entity's wire contract, as the HTTP side does.
+    "agent_host._orchestrations": ("agent_host._conversation", "agent_host._http"),
 }
 
 

@@ -1,0 +1,166 @@
+"""OrchestrationAgent: a hosted agent as an orchestrator function uses it, shaped like agent-framework-azurefunctions'.
+
+`run` does not run the agent: it returns a task that calls the conversation entity's `run` operation, which takes
+the turn like any other (history, session, compaction, retention, turn records). Every id comes from the
+orchestration (`context.new_uuid()`, `context.current_utc_datetime`), so a replay issues the same calls with the
+same turn ids, and a redelivered call finds its turn recorded instead of running the model again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import azure.durable_functions as df
+from agent_framework import AgentSession, normalize_messages
+
+from .._contract import RUN_OPERATION, AgentRoute, RunOperation, validate_conversation_id
+from .._errors import InvalidRequestError
+from .options import run_options
+from .reply import AgentCall
+from .session import ConversationSession
+from .task import AgentTask
+
+# An orchestration's turn id: the orchestration's time as 11 hex digits of milliseconds (as every turn id starts,
+# so ids sort by time and a reader sees a recent one as pending), this marker, and 20 hex digits of a replay-safe
+# uuid. The marker is not a hex digit, nor the Idempotency-Key marker.
+ORCHESTRATION_TURN_MARKER = "o"
+_UUID_DIGITS = 20
+
+
+class OrchestrationAgent:
+    """A hosted agent, bound to one orchestration's context.
+
+    Args:
+        context: The orchestration's context.
+        route: The agent's registration (its name and its conversations' entity name).
+    """
+
+    def __init__(self, context: df.DurableOrchestrationContext, route: AgentRoute) -> None:
+        self._context = context
+        self._route = route
+        self.name = route.name
+        self.id = route.name
+        self.display_name = route.name
+        self.description = f"The hosted agent '{route.name}', run as a durable conversation."
+
+    def create_session(self, *, session_id: str | None = None) -> ConversationSession:
+        """A session for a new conversation, or one that joins the conversation `session_id`.
+
+        Without an id the conversation id comes from `context.new_uuid()`, the same on every replay. With one, the
+        turns join that conversation: the one the HTTP API serves under the same id.
+
+        Raises:
+            ValueError: `session_id` is not a valid conversation id.
+        """
+        conversation_id = self._context.new_uuid() if session_id is None else _checked_conversation_id(session_id)
+        return ConversationSession(agent_name=self.name, conversation_id=conversation_id)
+
+    def get_session(self, service_session_id: str, *, session_id: str | None = None) -> ConversationSession:
+        """A session that joins the conversation `service_session_id` (the host is the service keeping it).
+
+        Raises:
+            ValueError: the id is not a valid conversation id, or `session_id` names a different one.
+        """
+        if session_id is not None and session_id != service_session_id:
+            raise ValueError(
+                f"get_session({service_session_id!r}, session_id={session_id!r}) names two conversations; "
+                "a hosted conversation has one id: pass it once."
+            )
+        return self.create_session(session_id=service_session_id)
+
+    def run(
+        self,
+        messages: Any = None,
+        *,
+        stream: bool = False,
+        session: AgentSession | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> AgentTask:
+        """Take one turn in the session's conversation; yield the returned task for the `AgentResponse`.
+
+        Args:
+            messages: The user's message: text, a `Message`, or a list of them (text only).
+            stream: Must be False: an orchestration receives the whole answer.
+            session: From `create_session()`; without one the turn starts a new conversation.
+            options: `response_format` (a pydantic model class: `response.value` is then an instance of it),
+                `enable_tool_calls`, and chat options for the agent (`temperature`, ...), as JSON values.
+
+        Raises:
+            ValueError: streaming asked for, no text to send, a session of another agent, or an option the host
+                decides.
+            TypeError: an option that cannot travel as JSON, or a `response_format` that is not a model class.
+        """
+        if stream:
+            raise ValueError("An orchestration receives the whole answer: call run() without stream=True.")
+        text = _message_text(messages)
+        prepared = run_options(options)
+        conversation_id = self._conversation_of(session)
+        call = AgentCall(self.name, conversation_id, self._new_turn_id(), prepared.response_format)
+        operation = RunOperation(turn_id=call.turn_id, message=text, reply=True, options=prepared.sent)
+        entity_task = self._context.call_entity(
+            df.EntityId(self._route.entity_name, conversation_id),
+            RUN_OPERATION,
+            operation.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True),
+        )
+        return AgentTask(entity_task, call)
+
+    def _conversation_of(self, session: AgentSession | None) -> str:
+        if session is None:
+            return self.create_session().conversation_id
+        if not isinstance(session, ConversationSession):
+            raise ValueError(
+                f"Pass a session from {self.name}.create_session() (got a {type(session).__name__}); "
+                "create_session(session_id=...) joins an existing conversation."
+            )
+        if session.agent_name != self.name:
+            raise ValueError(
+                f"The session belongs to agent '{session.agent_name}', not '{self.name}': each agent keeps its own "
+                f"conversations. Use {self.name}.create_session()."
+            )
+        return session.conversation_id
+
+    def _new_turn_id(self) -> str:
+        """The next turn id of this orchestration: the same on every replay, different for every call."""
+        started = _epoch_ms(self._context.current_utc_datetime)
+        digits = uuid.UUID(self._context.new_uuid()).hex[:_UUID_DIGITS]
+        return f"{started:011x}{ORCHESTRATION_TURN_MARKER}{digits}"
+
+
+def orchestration_agent(
+    context: df.DurableOrchestrationContext, routes: Mapping[str, AgentRoute], agent_name: str
+) -> OrchestrationAgent:
+    """The registered agent `agent_name`, bound to the orchestration's context.
+
+    Raises:
+        ValueError: no agent of that name is registered.
+    """
+    route = routes.get(agent_name)
+    if route is None:
+        known = ", ".join(sorted(routes)) or "none"
+        raise ValueError(f"Agent '{agent_name}' is not registered with this app. Registered agents: {known}.")
+    return OrchestrationAgent(context, route)
+
+
+def _checked_conversation_id(conversation_id: str) -> str:
+    try:
+        return validate_conversation_id(conversation_id)
+    except InvalidRequestError as exc:
+        raise ValueError(exc.message) from None
+
+
+def _message_text(messages: Any) -> str:
+    """The text of the user's message(s), joined by newlines as agent-framework-azurefunctions joins them."""
+    texts = [message.text for message in normalize_messages(messages)]
+    if not texts or not all(texts):
+        raise ValueError("run() sends text to the agent: pass a non-empty string (or messages with text).")
+    return "\n".join(texts)
+
+
+def _epoch_ms(moment: datetime.datetime) -> int:
+    if moment.tzinfo is None:
+        # The SDK reads the host's UTC timestamps; without an offset they are UTC all the same.
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)

@@ -1,0 +1,45 @@
+"""AgentTask: the task `run` returns; yielding it gives the orchestration the turn's `AgentResponse`.
+
+It wraps the entity call and exposes that call's action as its own, so the SDK schedules exactly one CallEntity
+action for it, alone or inside `task_all`/`task_any`, under any replay schema. Knows the Durable Functions task
+model, not the entity's state.
+"""
+
+from __future__ import annotations
+
+from azure.durable_functions.models.Task import CompoundTask, TaskBase, TaskState
+
+from .errors import ENTITY_CALL_FAILED, AgentTurnError
+from .reply import AgentCall
+
+
+class AgentTask(CompoundTask):
+    """The entity call of one agent turn, completed with an `AgentResponse` or failed with an `AgentTurnError`.
+
+    Args:
+        entity_task: The `call_entity` task of the turn's `run` operation.
+        call: Where the call went and what its answer must be.
+    """
+
+    def __init__(self, entity_task: TaskBase, call: AgentCall) -> None:
+        # Set before the base class runs: it completes the task at once when the call already has its result.
+        self.call = call
+        super().__init__([entity_task])
+        # The call's own action and id stand for this task, so the host sees a plain entity call.
+        self.action_repr = entity_task.action_repr
+        self.id = entity_task.id
+
+    def try_set_value(self, child: TaskBase) -> None:
+        """Complete with the reply's `AgentResponse`, or fail with why there is none."""
+        if child.state is TaskState.SUCCEEDED:
+            try:
+                response = self.call.response_from(child.result)
+            except AgentTurnError as error:
+                self.set_value(is_error=True, value=error)
+            else:
+                self.set_value(is_error=False, value=response)
+            return
+        # The operation itself failed (bad input, unreadable state): the host gave only a message.
+        error = self.call.error(str(child.result).strip(), ENTITY_CALL_FAILED)
+        error.__cause__ = child.result if isinstance(child.result, BaseException) else None
+        self.set_value(is_error=True, value=error)
