@@ -1,4 +1,5 @@
-"""A local stand-in for the Azure Functions host: runs a FunctionApp's HTTP functions and durable entities.
+"""A local stand-in for the Azure Functions host: runs a FunctionApp's HTTP functions, durable entities, orchestrations
+and activities.
 
 It goes through the real azure-functions / azure-functions-durable code paths, without Azure Functions Core Tools.
 """
@@ -19,8 +20,11 @@ import azure.functions as func
 
 from .._clock import SYSTEM_CLOCK
 from .durable_api import DurableWebhookApi
-from .functions import discover_functions
+from .functions import DEFAULT_TASK_HUB, discover_durable_functions, discover_functions
 from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
+from .orchestration_api import ManagementUrls, OrchestrationWebhookApi
+from .orchestration_scheduler import OrchestrationScheduler
+from .orchestration_store import OrchestrationStore
 from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
 from .server import LocalHttpServer
 from .store import EmptiedStoreError, EntityStore, Signal, StorageError
@@ -31,6 +35,8 @@ __all__ = [
     "EntityScheduler",
     "EntityStore",
     "LocalHost",
+    "OrchestrationScheduler",
+    "OrchestrationStore",
     "RequestDeadlines",
     "Signal",
     "StorageError",
@@ -44,18 +50,20 @@ RPC_HOST = "127.0.0.1"
 
 
 class LocalHost:
-    """Serves one app: its HTTP routes, the durable entity webhook API and the entity scheduler.
+    """Serves one app: its HTTP routes, the durable webhook API, the entity scheduler and the orchestration engine.
 
     Two listeners, as on Azure: the public one (``host``:``port``) serves the app's routes, and the webhook API only
     with the function key (or, with no key configured, to loopback clients); a private one on 127.0.0.1 and a port of
     its own serves the webhook API to the app's durable client binding (``rpcBaseUrl``), which carries no key.
 
-    Entity state and acknowledged signals live in ``<state_dir>/entities.sqlite3``, so a restart on the same
-    ``state_dir`` keeps state and redelivers signals that were accepted but not yet committed.
+    Entity state, acknowledged signals and orchestrations (instances, history, inboxes, timers, queued activities)
+    live in ``<state_dir>/entities.sqlite3``, so a restart on the same ``state_dir`` keeps them and redelivers what was
+    accepted but not yet committed.
 
     Attributes:
         store: The SQLite store (tests may read and write raw state through it).
         scheduler: The entity scheduler (tests use its fault-injection hooks and ``wait_idle``).
+        orchestrations: The orchestration engine (tests use its fault-injection hooks, ``wake`` and ``wait_idle``).
         routes: The app's HTTP functions.
     """
 
@@ -70,6 +78,7 @@ class LocalHost:
         function_key: str | None = None,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         request_deadlines: RequestDeadlines = DEFAULT_REQUEST_DEADLINES,
+        deterministic_orchestrations: bool = False,
     ) -> None:
         """Index the app's functions and open the store; nothing listens until :meth:`start`.
 
@@ -86,22 +95,45 @@ class LocalHost:
                 host.json's ``extensions.durableTask.maxEntityOperationBatchSize``; 1 commits each operation as it
                 completes, so a crash re-runs at most the operation in flight.
             request_deadlines: How long a client may take to send a request head and body, on both listeners.
+            deterministic_orchestrations: Run episodes and activities on one worker in scheduling order, so a run's
+                orchestration histories are reproducible (for golden tests and benchmarks).
         """
-        functions = app.get_functions()
+        functions = list(app.get_functions())
         self.routes, entity_functions = discover_functions(functions)
+        self.durable_functions = discover_durable_functions(functions)
         self._host = host
         self._port = port
         self._started = False
         self._stopped = False
-        self.store = EntityStore(pathlib.Path(state_dir), clock=getattr(app, "clock", SYSTEM_CLOCK))
-        self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size)
-        durable_api = DurableWebhookApi(self.store, self.scheduler)
+        clock = getattr(app, "clock", SYSTEM_CLOCK)
+        self.store = EntityStore(pathlib.Path(state_dir), clock=clock)
+        self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size, clock=clock)
+        orchestration_store = OrchestrationStore(self.store)
+        self.orchestrations = OrchestrationScheduler(
+            orchestration_store,
+            self.durable_functions,
+            self.scheduler,
+            clock=clock,
+            deterministic=deterministic_orchestrations,
+        )
+        urls = ManagementUrls(lambda: self.base_url, function_key)
+        orchestration_api = OrchestrationWebhookApi(
+            orchestration_store,
+            self.orchestrations,
+            urls,
+            orchestrator_names={k: f.name for k, f in self.durable_functions.orchestrators.items()},
+            activity_names=frozenset(self.durable_functions.activities),
+            task_hub=DEFAULT_TASK_HUB,
+            clock=clock,
+        )
+        durable_api = DurableWebhookApi(self.store, self.scheduler, orchestration_api)
         self._server = LocalHttpServer(
             self.routes,
             durable_api,
             route_prefix=route_prefix,
             function_key=function_key,
             rpc_base_url=lambda: self.rpc_base_url,
+            client_urls=urls,
         )
         self._public = Listener(self._server.handle, host=host, port=port, deadlines=request_deadlines)
         # The durable client polls state often: its requests are logged at DEBUG, the public ones at INFO.
@@ -134,6 +166,28 @@ class LocalHost:
         """
         return self._server.describe_routes(self.base_url)
 
+    def describe_durable_functions(self) -> list[str]:
+        """List the orchestrator, activity and entity functions, one section each, for a startup banner.
+
+        Returns:
+            The lines (none when the app has no durable functions).
+        """
+        webhook = f"{self.base_url}/runtime/webhooks/durabletask"
+        sections = [
+            (
+                f"Orchestrator functions (start: POST {webhook}/orchestrators/{{name}}):",
+                {f.name for f in self.durable_functions.orchestrators.values()},
+            ),
+            ("Activity functions:", {f.name for f in self.durable_functions.activities.values()}),
+            (f"Entity functions ({webhook}/entities/{{name}}/{{key}}):", set(self.scheduler.entity_names)),
+        ]
+        lines: list[str] = []
+        for title, names in sections:
+            if names:
+                lines.append(title)
+                lines.extend(f"  {name}" for name in sorted(names))
+        return lines
+
     async def start(self) -> None:
         """Bind both listeners on the running loop and start the entity scheduler.
 
@@ -148,6 +202,7 @@ class LocalHost:
             await self._private.start()  # first: functions need its URL as soon as the public port answers
             await self._public.start()
             self.scheduler.start()
+            self.orchestrations.start()
         except BaseException:
             await self._public.stop()
             await self._private.stop()
@@ -166,6 +221,7 @@ class LocalHost:
             await self._public.stop()
             await self._private.stop()
         finally:
+            await asyncio.to_thread(self.orchestrations.stop)
             await asyncio.to_thread(self.scheduler.stop)
             self.store.close()
 
@@ -272,6 +328,8 @@ async def _serve(local_host: LocalHost, banner_lines: Sequence[str]) -> None:
             print(line, flush=True)
         print("HTTP routes:", flush=True)
         for line in local_host.describe_routes():
+            print(line, flush=True)
+        for line in local_host.describe_durable_functions():
             print(line, flush=True)
         await stop_requested.wait()
     finally:

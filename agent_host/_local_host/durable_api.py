@@ -1,7 +1,8 @@
-"""The slice of the Durable Functions HTTP webhook API that the durable client uses for entities.
+"""The slice of the Durable Functions HTTP webhook API that the durable client uses.
 
 ``DurableOrchestrationClient.signal_entity`` posts to ``entities/{name}/{key}?op=...`` and ``read_entity_state`` gets
-``entities/{name}/{key}``; both arrive here under ``/runtime/webhooks/durabletask/``. The app's client reaches it on a
+``entities/{name}/{key}``; both arrive here under ``/runtime/webhooks/durabletask/``. The orchestration routes
+(``orchestrators/...``, ``instances/...``) are handed to ``orchestration_api``. The app's client reaches this API on a
 loopback-only listener of its own (its ``rpcBaseUrl``); the public port forwards here only requests with the key.
 """
 
@@ -15,6 +16,7 @@ from aiohttp import web
 from .errors import error_response
 from .listener import read_body
 from .log_text import entity_label, loggable
+from .orchestration_api import ORCHESTRATION_SEGMENTS, OrchestrationWebhookApi
 from .route_template import split_path
 from .scheduler import EntityScheduler
 from .store import EntityStore, StorageError
@@ -32,15 +34,22 @@ class DurableWebhookApi:
     client in the app's own functions is its only intended caller, and it carries no key.
     """
 
-    def __init__(self, store: EntityStore, scheduler: EntityScheduler) -> None:
+    def __init__(
+        self,
+        store: EntityStore,
+        scheduler: EntityScheduler,
+        orchestrations: OrchestrationWebhookApi | None = None,
+    ) -> None:
         """Bind the API to the store it writes to and the scheduler it wakes.
 
         Args:
             store: Entity states and pending signals.
             scheduler: Told about every new signal.
+            orchestrations: Serves the orchestration routes; None answers them 404.
         """
         self._store = store
         self._scheduler = scheduler
+        self._orchestrations = orchestrations
 
     async def serve(self, request: web.BaseRequest) -> web.Response:
         """Answer one request on the private listener, where only the webhook API lives.
@@ -53,7 +62,7 @@ class DurableWebhookApi:
         """
         path = split_path(request.rel_url.raw_path)
         if [s.lower() for s in path[: len(WEBHOOK_SEGMENTS)]] != list(WEBHOOK_SEGMENTS):
-            return error_response(404, "not_found", "Only /runtime/webhooks/durabletask/entities/{name}/{key} is here.")
+            return error_response(404, "not_found", "Only /runtime/webhooks/durabletask/... is here.")
         return await self.handle(request, path[len(WEBHOOK_SEGMENTS) :])
 
     async def handle(self, request: web.BaseRequest, segments: list[str]) -> web.Response:
@@ -64,10 +73,16 @@ class DurableWebhookApi:
             segments: Percent-decoded path segments after ``runtime/webhooks/durabletask``.
 
         Returns:
-            202 for an accepted signal, 200/404 for a state read, or a JSON error.
+            202 for an accepted signal, 200/404 for a state read, the orchestration API's answer, or a JSON error.
         """
+        if self._orchestrations is not None and segments and segments[0].lower() in ORCHESTRATION_SEGMENTS:
+            return await self._orchestrations.handle(request, segments)
         if len(segments) < 3 or segments[0].lower() != "entities" or not segments[1] or not all(segments[2:]):
-            return error_response(404, "not_found", "Only entities/{name}/{key} is available on this local host.")
+            return error_response(
+                404,
+                "not_found",
+                "This local host serves entities/{name}/{key}, orchestrators/{name}[/{id}] and instances/... here.",
+            )
         name = segments[1].lower()
         key = "/".join(segments[2:])
         if name not in self._scheduler.entity_names:

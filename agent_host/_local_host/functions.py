@@ -1,4 +1,4 @@
-"""Function discovery: sorting an app's indexed functions into HTTP routes and entity functions.
+"""Function discovery: sorting an app's indexed functions into HTTP routes, entities, orchestrators and activities.
 
 Reads only what ``app.get_functions()`` reports (triggers, bindings, user functions); knows nothing about serving.
 """
@@ -14,6 +14,7 @@ from typing import Any
 
 import azure.functions as func
 
+from .activities import ActivityFunction
 from .route_template import RouteTemplate
 from .scheduler import EntityFunction
 
@@ -21,6 +22,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TASK_HUB = "LocalHub"
 """Task hub name handed to durable clients whose binding does not name one."""
+
+_DURABLE_TRIGGERS = frozenset({"orchestrationTrigger", "activityTrigger"})
 
 
 @dataclass
@@ -95,7 +98,7 @@ def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRou
             entities[entity_name] = function.get_user_function()
         elif trigger_type == "httpTrigger":
             routes.append(_http_route(name, function, trigger_dict))
-        else:
+        elif trigger_type not in _DURABLE_TRIGGERS:  # those are found by discover_durable_functions
             logger.warning("function %r has a %s trigger, which the local host does not run", name, trigger_type)
     return routes, entities
 
@@ -151,3 +154,76 @@ def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> 
         user_function=user_function,
         context_param="context" in parameter_names and "context" not in bound,
     )
+
+
+@dataclass(frozen=True)
+class OrchestratorFunction:
+    """An orchestrator function of the app.
+
+    Attributes:
+        name: The function's name (what ``start_new`` and ``call_sub_orchestrator`` name).
+        handle: What the app registered: the SDK's handle, orchestration context JSON in, state JSON out.
+    """
+
+    name: str
+    handle: Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class DurableFunctions:
+    """The app's orchestrator and activity functions, each under its lower-cased name (the host's names are
+    case-insensitive) and, when the trigger declares another name, under that name too.
+
+    Attributes:
+        orchestrators: Orchestrator functions.
+        activities: Activity functions.
+    """
+
+    orchestrators: dict[str, OrchestratorFunction]
+    activities: dict[str, ActivityFunction]
+
+
+def discover_durable_functions(functions: Iterable[func.Function]) -> DurableFunctions:
+    """Find the orchestrator and activity functions among the app's functions.
+
+    Args:
+        functions: The result of ``app.get_functions()``.
+
+    Returns:
+        The orchestrators and activities.
+
+    Raises:
+        ValueError: If two orchestrators or two activities share a name.
+    """
+    orchestrators: dict[str, OrchestratorFunction] = {}
+    activities: dict[str, ActivityFunction] = {}
+    for function in functions:
+        trigger = function.get_trigger()
+        trigger_dict: dict[str, Any] = trigger.get_dict_repr() if trigger is not None else {}
+        trigger_type = trigger_dict.get("type")
+        name = function.get_function_name() or "function"
+        if trigger_type == "orchestrationTrigger":
+            orchestrator = OrchestratorFunction(name, function.get_user_function())
+            _register(orchestrators, orchestrator, {name, trigger_dict.get("orchestration")}, "orchestrator")
+        elif trigger_type == "activityTrigger":
+            activity = ActivityFunction.from_function(function, trigger_dict)
+            _register(activities, activity, {name, trigger_dict.get("activity")}, "activity")
+    return DurableFunctions(orchestrators, activities)
+
+
+def _register(registry: dict[str, Any], function: Any, names: set[Any], kind: str) -> None:
+    """Register a function under each of its names, lower-cased.
+
+    Args:
+        registry: Where to register it.
+        function: The function.
+        names: Its names (None entries are skipped).
+        kind: ``orchestrator`` or ``activity``, for the error message.
+
+    Raises:
+        ValueError: If a name is taken by another function.
+    """
+    for name in {str(n).lower() for n in names if n}:
+        if name in registry and registry[name] is not function:
+            raise ValueError(f"two {kind} functions are named {name!r}; give each a unique name")
+        registry[name] = function

@@ -1,7 +1,8 @@
 """Entity operation scheduling for the local host: one batch at a time per entity, entities in parallel.
 
 Mirrors what the Durable Functions extension does for entities: queued signals become batches, the entity function
-runs on a worker thread, and the new state plus the removal of the consumed signals commit in one transaction.
+runs on a worker thread, and the new state plus the removal of the consumed signals commit in one transaction, with
+the responses the batch owes orchestrations that called it and the signals it sends other entities.
 A failing store is not a failing entity: its errors are retried and never dead-letter a signal.
 """
 
@@ -16,7 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from .._clock import SYSTEM_CLOCK, Clock
 from .log_text import entity_label, loggable
+from .orchestration_protocol import entity_response_event
+from .outbox import EntityRequest, InboxKind, Message, OrchestrationEvent
 from .store import EntityStore, Signal, StorageError
 
 logger = logging.getLogger(__name__)
@@ -50,13 +54,30 @@ class StorageFailure:
     holding_outcome: bool
 
 
+OrchestrationNotice = Callable[[str], None]
+"""Told the id of an orchestration whose inbox an entity batch just wrote a response to."""
+
+
 @dataclass(frozen=True)
 class _Outcome:
-    """What a batch produced and has not committed yet: the entity's new state and the last signal it consumed."""
+    """What a batch produced and has not committed yet: the entity's new state, the last signal it consumed, and the
+    responses and signals it sends."""
 
     state: str | None
     done_through_seq: int
     operations: int
+    messages: tuple[Message, ...] = ()
+
+
+@dataclass(frozen=True)
+class _BatchResponse:
+    """The entity function's answer to a batch: whether the entity exists, its state, one result per operation, and
+    the signals it sends other entities."""
+
+    exists: bool
+    state: str | None
+    results: list[dict[str, Any]]
+    signals: list[dict[str, Any]]
 
 
 class EntityScheduler:
@@ -92,6 +113,7 @@ class EntityScheduler:
         retry_backoff_seconds: float = 0.2,
         storage_backoff_seconds: float = 0.1,
         max_backoff_seconds: float = _MAX_BACKOFF_SECONDS,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """Create a scheduler; nothing runs until :meth:`start`.
 
@@ -106,6 +128,7 @@ class EntityScheduler:
             storage_backoff_seconds: Delay before the first retry after a storage error; doubles per further
                 failure, capped at ``max_backoff_seconds``.
             max_backoff_seconds: Longest delay between two retries.
+            clock: Where the time of a response or signal the entity sends comes from.
 
         Raises:
             ValueError: If a size or count is not positive.
@@ -115,6 +138,8 @@ class EntityScheduler:
         self.store = store
         self.crash_before_commit: CrashBeforeCommitHook | None = None
         self.deliver_twice: DeliverTwiceHook | None = None
+        self.on_orchestration_message: OrchestrationNotice | None = None
+        self._clock = clock
         self._functions: dict[str, EntityFunction] = {name.lower(): fn for name, fn in entity_functions.items()}
         self._max_batch_size = max_batch_size
         self._max_workers = max_workers
@@ -305,24 +330,78 @@ class EntityScheduler:
         Raises:
             Exception: Whatever the entity function raised, or ValueError for a malformed response.
         """
-        batch: list[tuple[str, str | None]] = []
+        batch: list[Signal] = []
         for signal in signals:
-            batch.append((signal.operation, signal.input))
+            batch.append(signal)
             if self.deliver_twice is not None and self.deliver_twice(name, key, signal):
-                batch.append((signal.operation, signal.input))
-        operations = [{"name": operation, "signal": True, "input": text} for operation, text in batch]
+                batch.append(signal)
 
-        raw = self._functions[name](entity_batch_json(name, key, state, batch))
+        raw = self._functions[name](_batch_json(name, key, state, batch))
         if asyncio.iscoroutine(raw):
             raw = asyncio.run(raw)
-        exists, new_state = _parse_response(raw, operations, name, key)
+        response = _parse_response(raw, batch, name, key)
 
         if self.crash_before_commit is not None and self.crash_before_commit(name, key, signals):
             logger.warning(
                 "fault injection: discarding the uncommitted output of a batch for %s", entity_label(name, key)
             )
             return None
-        return _Outcome(new_state if exists else None, signals[-1].seq, len(signals))
+        messages = self._responses(batch, response.results) + self._signals_sent(name, key, response.signals)
+        return _Outcome(response.state if response.exists else None, signals[-1].seq, len(signals), tuple(messages))
+
+    def _responses(self, batch: list[Signal], results: list[dict[str, Any]]) -> list[Message]:
+        """The response each call in the batch owes the orchestration that made it (once, even if delivered twice).
+
+        Args:
+            batch: The operations, in the order the entity function ran them.
+            results: One result per operation.
+
+        Returns:
+            EventRaised responses for the callers' inboxes.
+        """
+        now = self._clock.now_ms()
+        answered: set[str] = set()
+        messages: list[Message] = []
+        for signal, result in zip(batch, results, strict=False):
+            if signal.request_id is None or signal.parent_instance_id is None or signal.request_id in answered:
+                continue
+            answered.add(signal.request_id)
+            event = entity_response_event(
+                signal.request_id, str(result.get("result")), failed=bool(result.get("isError")), at_ms=now
+            )
+            messages.append(
+                OrchestrationEvent(
+                    signal.parent_instance_id, signal.parent_execution_id, InboxKind.COMPLETION, event, now, now
+                )
+            )
+        return messages
+
+    def _signals_sent(self, name: str, key: str, signals: list[dict[str, Any]]) -> list[Message]:
+        """Queue the signals an entity function sent other entities (``{"target": {"name", "key"}, "name", "input"}``).
+
+        Args:
+            name: The sending entity's name.
+            key: Its key.
+            signals: The ``signals`` of its response.
+
+        Returns:
+            Operations for the targets' queues; a signal to an entity the app does not define is logged and dropped.
+        """
+        now = self._clock.now_ms()
+        messages: list[Message] = []
+        for sent in signals:
+            target = sent.get("target") if isinstance(sent, dict) else None
+            target_name = str(target.get("name") or "").lower() if isinstance(target, dict) else ""
+            target_key = str(target.get("key") or "") if isinstance(target, dict) else ""
+            if target_name not in self._functions or not target_key or not sent.get("name"):
+                logger.error(
+                    "entity %s sent a signal that cannot be delivered (no such entity, key or operation): %s",
+                    entity_label(name, key),
+                    loggable(json.dumps(sent)),
+                )
+                continue
+            messages.append(EntityRequest(target_name, target_key, str(sent["name"]), sent.get("input"), now))
+        return messages
 
     def _commit(self, name: str, key: str, outcome: _Outcome) -> bool:
         """Store a batch's outcome, retrying only the commit for as long as the store fails.
@@ -340,7 +419,7 @@ class EntityScheduler:
         attempts = 0
         while True:
             try:
-                self.store.commit_batch(name, key, outcome.state, outcome.done_through_seq)
+                self.store.commit_batch(name, key, outcome.state, outcome.done_through_seq, outcome.messages)
             except StorageError as exc:
                 attempts += 1
                 self._note_storage_failure(entity, exc, attempts, holding_outcome=True)
@@ -357,7 +436,20 @@ class EntityScheduler:
             if attempts:
                 logger.warning("stored the outcome for %s after %d failed commits", entity_label(name, key), attempts)
             self._clear_storage_failure(entity)
+            self._announce(outcome.messages)
             return True
+
+    def _announce(self, messages: tuple[Message, ...] | list[Message]) -> None:
+        """After a commit, wake whoever the committed messages are for.
+
+        Args:
+            messages: The messages just stored.
+        """
+        for message in messages:
+            if isinstance(message, EntityRequest):
+                self.schedule(message.name, message.key)
+            elif isinstance(message, OrchestrationEvent) and self.on_orchestration_message is not None:
+                self.on_orchestration_message(message.instance_id)
 
     def _backoff(self, first: float, failures: int) -> float:
         """The delay before the next retry: ``first`` doubled per further failure, capped.
@@ -426,20 +518,30 @@ class EntityScheduler:
             "enqueuedAt": signal.enqueued_at,
         }
         logger.error("dead-letter after %d failed attempts: %s", attempts, json.dumps(record))
-        self.store.discard_signals(signal.name, signal.key, [signal.seq])
+        # An orchestration waiting for this call still gets an answer: a failure, or it would wait forever.
+        failure = {
+            "isError": True,
+            "result": json.dumps(
+                f"The entity operation {signal.operation!r} on "
+                f"@{signal.name}@{signal.key} failed {attempts} times and was dead-lettered; see the host log."
+            ),
+        }
+        messages = self._responses([signal], [failure])
+        self.store.discard_signals(signal.name, signal.key, [signal.seq], messages)
+        self._announce(messages)
 
 
-def _parse_response(raw: Any, operations: list[dict[str, Any]], name: str, key: str) -> tuple[bool, str | None]:
+def _parse_response(raw: Any, batch: list[Signal], name: str, key: str) -> _BatchResponse:
     """Validate the entity function's response and log failed operations.
 
     Args:
         raw: What the entity function returned (JSON text expected).
-        operations: The batch that was sent, to name failed operations.
+        batch: The operations that were sent, to name failed ones.
         name: Lower-cased entity name.
         key: Entity key.
 
     Returns:
-        ``(entity_exists, state_text)``; a state of None with ``entity_exists`` True is stored as ``"null"``.
+        The response; a state of None for an existing entity is stored as ``"null"``.
 
     Raises:
         ValueError: If the response is not the expected JSON object.
@@ -452,20 +554,23 @@ def _parse_response(raw: Any, operations: list[dict[str, Any]], name: str, key: 
     state = response.get("entityState")
     if state is not None and not isinstance(state, str):
         raise ValueError("entityState in the entity function response is not a string")
-    for operation, result in zip(operations, response.get("results") or [], strict=False):
-        if isinstance(result, dict) and result.get("isError"):
+    results = [r if isinstance(r, dict) else {} for r in response.get("results") or []]
+    for signal, result in zip(batch, results, strict=False):
+        if result.get("isError"):
             logger.warning(
                 "operation %r on %s failed: %s",
-                operation["name"],
+                signal.operation,
                 entity_label(name, key),
                 loggable(str(result.get("result"))),
             )
-    if response.get("signals"):
-        logger.warning(
-            "entity %s sent signals to other entities; the local host does not deliver them", entity_label(name, key)
-        )
+    signals = response.get("signals") or []
     exists = bool(response.get("entityExists"))
-    return exists, (state if state is not None else "null") if exists else None
+    return _BatchResponse(
+        exists=exists,
+        state=(state if state is not None else "null") if exists else None,
+        results=results,
+        signals=signals if isinstance(signals, list) else [],
+    )
 
 
 def signal_body(payload: Any) -> str:
@@ -486,11 +591,35 @@ def entity_batch_json(name: str, key: str, state: str | None, batch: Sequence[tu
         state: The stored state string, or None when the entity does not exist.
         batch: (operation name, signal body text) pairs in delivery order.
     """
+    return _request_json(name, key, state, [_operation(operation, text, is_signal=True) for operation, text in batch])
+
+
+def _batch_json(name: str, key: str, state: str | None, batch: Sequence[Signal]) -> str:
+    """The batch JSON for queued operations: signals, and calls from orchestrations (``isSignal`` false, their id).
+
+    Args:
+        name: The entity name.
+        key: The entity key.
+        state: The stored state string, or None.
+        batch: The operations in delivery order.
+    """
+    operations = [
+        _operation(signal.operation, signal.input, is_signal=signal.request_id is None, request_id=signal.request_id)
+        for signal in batch
+    ]
+    return _request_json(name, key, state, operations)
+
+
+def _operation(operation: str, text: str | None, *, is_signal: bool, request_id: str | None = None) -> dict[str, Any]:
+    """One operation of a batch, with the extension's field names (``name``, ``input``, ``isSignal``, ``id``)."""
+    item: dict[str, Any] = {"name": operation, "input": text, "isSignal": is_signal}
+    if request_id is not None:
+        item["id"] = request_id
+    return item
+
+
+def _request_json(name: str, key: str, state: str | None, operations: list[dict[str, Any]]) -> str:
+    """The whole batch request."""
     return json.dumps(
-        {
-            "self": {"name": name, "key": key},
-            "exists": state is not None,
-            "state": state,
-            "batch": [{"name": operation, "signal": True, "input": text} for operation, text in batch],
-        }
+        {"self": {"name": name, "key": key}, "exists": state is not None, "state": state, "batch": operations}
     )

@@ -25,6 +25,7 @@ from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
 from .errors import error_response
 from .functions import HttpRoute
 from .listener import read_body
+from .orchestration_api import ManagementUrls
 from .route_template import split_path
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class LocalHttpServer:
         route_prefix: str,
         function_key: str | None,
         rpc_base_url: Callable[[], str],
+        client_urls: ManagementUrls | None = None,
     ) -> None:
         """Configure the server.
 
@@ -98,6 +100,8 @@ class LocalHttpServer:
             route_prefix: Prefix of every function route (``api`` by default; empty for none).
             function_key: Key required by FUNCTION/ADMIN routes; None disables key checks.
             rpc_base_url: Returns the private webhook base URL handed to durable clients (known only once bound).
+            client_urls: Builds the ``creationUrls``/``managementUrls`` templates of the durable client binding;
+                None hands out empty ones.
         """
         self.routes = routes
         self._durable_api = durable_api
@@ -105,6 +109,7 @@ class LocalHttpServer:
         self.route_prefix = "/".join(self._prefix)
         self._function_key = function_key
         self._rpc_base_url = rpc_base_url
+        self._client_urls = client_urls
 
     def describe_routes(self, base_url: str) -> list[str]:
         """List the HTTP routes for the startup banner.
@@ -230,8 +235,10 @@ class LocalHttpServer:
             kwargs[route.client_param] = json.dumps(
                 {
                     "taskHubName": route.task_hub,
-                    "creationUrls": {},
-                    "managementUrls": {},
+                    "creationUrls": self._client_urls.creation(route.task_hub) if self._client_urls else {},
+                    # Templates with INSTANCEID where the id goes, on the public port and with the key, as on Azure
+                    # (create_check_status_response substitutes the id).
+                    "managementUrls": self._client_urls.management(route.task_hub) if self._client_urls else {},
                     "rpcBaseUrl": self._rpc_base_url(),
                 }
             )

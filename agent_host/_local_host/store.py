@@ -1,6 +1,9 @@
 """Durable storage for the local host: entity states and the queue of acknowledged signals.
 
-One SQLite file holds both, so a batch's new state and the removal of the signals it consumed commit together.
+One SQLite file holds both, so a batch's new state and the removal of the signals it consumed commit together. The
+same file holds the orchestration tables (``outbox.ORCHESTRATION_SCHEMA``), so an entity batch and the responses it
+owes orchestrations commit in one transaction too; :class:`OrchestrationStore` works on them through
+:meth:`EntityStore.transaction` and :meth:`EntityStore.reading`.
 Every failure of the file (full disk, I/O error, damaged page) surfaces as a :class:`StorageError`, never as an
 error of the entity or request that needed the store.
 """
@@ -12,10 +15,11 @@ import json
 import pathlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .._clock import SYSTEM_CLOCK, Clock
+from .outbox import ORCHESTRATION_SCHEMA, Message, write_messages
 
 DATABASE_FILE_NAME = "entities.sqlite3"
 MANIFEST_FILE_NAME = "entities.manifest.json"
@@ -39,6 +43,8 @@ CREATE TABLE IF NOT EXISTS signals (
 );
 CREATE INDEX IF NOT EXISTS signals_by_entity ON signals (name, key, seq);
 """
+# Added with orchestrations: an operation an orchestration calls carries the id its response names, and the caller.
+_SIGNAL_COLUMNS_ADDED = ("request_id", "parent_instance_id", "parent_execution_id")
 
 
 class StorageError(Exception):
@@ -106,6 +112,9 @@ class Signal:
         operation: Operation name.
         input: The operation input exactly as the client posted it (JSON text), or None when there was no body.
         enqueued_at: Unix time when the signal was accepted.
+        request_id: For an orchestration's ``call_entity``, the id its response event carries; None for a signal.
+        parent_instance_id: The orchestration that called or signalled, if one did.
+        parent_execution_id: That orchestration's execution.
     """
 
     seq: int
@@ -114,6 +123,9 @@ class Signal:
     operation: str
     input: str | None
     enqueued_at: float
+    request_id: str | None = None
+    parent_instance_id: str | None = None
+    parent_execution_id: str | None = None
 
 
 class EntityStore:
@@ -157,6 +169,8 @@ class EntityStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.executescript(_SCHEMA)
+            conn.executescript(ORCHESTRATION_SCHEMA)
+            _add_signal_columns(conn)
             self._unlimited_pages = int(conn.execute("PRAGMA max_page_count").fetchone()[0])
         except sqlite3.Error as exc:
             conn.close()
@@ -232,6 +246,29 @@ class EntityStore:
                         conn.execute("ROLLBACK")
                 raise
 
+    def transaction(self, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the shared connection, for the other tables of this file (orchestrations).
+
+        Args:
+            action: What the caller is doing, for the error message.
+
+        Returns:
+            A context manager yielding the connection with a transaction open; it commits on success and rolls back
+            (raising :class:`StorageError` for SQLite and OS failures) otherwise.
+        """
+        return self._transaction(action)
+
+    def reading(self, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """The shared connection under the store's lock, for reads of the other tables of this file.
+
+        Args:
+            action: What the caller is doing, for the error message.
+
+        Returns:
+            A context manager yielding the connection; SQLite and OS failures raise :class:`StorageError`.
+        """
+        return self._using(action)
+
     def read_state(self, name: str, key: str) -> str | None:
         """Read an entity's serialized state.
 
@@ -292,11 +329,11 @@ class EntityStore:
         """
         with self._using("read queued signals") as conn:
             rows = conn.execute(
-                "SELECT seq, name, key, operation, input, enqueued_at FROM signals"
-                " WHERE name = ? AND key = ? ORDER BY seq LIMIT ?",
+                "SELECT seq, name, key, operation, input, enqueued_at, request_id, parent_instance_id,"
+                " parent_execution_id FROM signals WHERE name = ? AND key = ? ORDER BY seq LIMIT ?",
                 (name, key, limit),
             ).fetchall()
-        return [Signal(seq=r[0], name=r[1], key=r[2], operation=r[3], input=r[4], enqueued_at=r[5]) for r in rows]
+        return [Signal(*row) for row in rows]
 
     def entities_with_pending(self) -> list[tuple[str, str]]:
         """List the entities that have at least one pending signal.
@@ -308,31 +345,37 @@ class EntityStore:
             rows = conn.execute("SELECT name, key FROM signals GROUP BY name, key ORDER BY MIN(seq)").fetchall()
         return [(str(r[0]), str(r[1])) for r in rows]
 
-    def commit_batch(self, name: str, key: str, state: str | None, done_through_seq: int) -> None:
-        """Atomically store a batch's outcome: the new state and the removal of the signals it consumed.
+    def commit_batch(
+        self, name: str, key: str, state: str | None, done_through_seq: int, messages: Sequence[Message] = ()
+    ) -> None:
+        """Atomically store a batch's outcome: the new state, the removal of the signals it consumed, its messages.
 
         Args:
             name: Lower-cased entity name.
             key: Entity key.
             state: The entity's state after the batch; None deletes the entity.
             done_through_seq: The highest sequence number in the batch; this entity's signals up to it are removed.
+            messages: What the batch sends: responses to orchestrations that called it, signals to other entities.
         """
         with self._transaction("commit a batch") as conn:
             self._put_state(conn, name, key, state)
             conn.execute("DELETE FROM signals WHERE name = ? AND key = ? AND seq <= ?", (name, key, done_through_seq))
+            write_messages(conn, messages)
 
-    def discard_signals(self, name: str, key: str, seqs: list[int]) -> None:
+    def discard_signals(self, name: str, key: str, seqs: list[int], messages: Sequence[Message] = ()) -> None:
         """Remove specific signals without touching the entity's state (used for dead-lettering).
 
         Args:
             name: Lower-cased entity name.
             key: Entity key.
             seqs: Sequence numbers to remove.
+            messages: Sent in the same transaction (the failure response a dead-lettered call still owes its caller).
         """
         with self._transaction("discard signals") as conn:
             conn.executemany(
                 "DELETE FROM signals WHERE name = ? AND key = ? AND seq = ?", [(name, key, s) for s in seqs]
             )
+            write_messages(conn, messages)
 
     def limit_pages(self, max_pages: int | None) -> None:
         """Fault injection for tests: a full disk. SQLite refuses to grow the database past ``max_pages`` pages.
@@ -381,6 +424,18 @@ class EntityStore:
                 " ON CONFLICT (name, key) DO UPDATE SET state = excluded.state",
                 (name, key, state),
             )
+
+
+def _add_signal_columns(conn: sqlite3.Connection) -> None:
+    """Add the columns orchestrations need to a signals table written by an earlier version (data is kept).
+
+    Args:
+        conn: An open connection.
+    """
+    present = {str(row[1]) for row in conn.execute("PRAGMA table_info(signals)")}
+    for column in _SIGNAL_COLUMNS_ADDED:
+        if column not in present:
+            conn.execute(f"ALTER TABLE signals ADD COLUMN {column} TEXT NULL")
 
 
 def _has_tables(conn: sqlite3.Connection) -> bool:
