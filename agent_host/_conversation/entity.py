@@ -345,7 +345,9 @@ class ConversationEntity:
 def _turn_inputs(request: RunOperation, answers: list[Any]) -> list[Message]:
     """The turn's input messages: approval answers and text as one user message, then any whole messages sent."""
     contents = [*answers, request.message] if request.message else answers
-    head = [Message("user", contents, message_id=f"{request.turn_id}.in")] if contents or not request.messages else []
+    head = (
+        [Message("user", contents, message_id=f"{request.turn_id}.in")] if contents or request.messages is None else []
+    )
     return [*head, *(Message.from_dict(record) for record in request.messages or ())]
 
 

@@ -40,6 +40,9 @@ def test_public_api_is_exactly_this() -> None:
         "InvalidRequestError",
         "MessageTooLargeError",
         "MethodNotAllowedError",
+        "RequestAnsweredError",
+        "RequestNotFoundError",
+        "RunNotFoundError",
         "OfflineChatClient",
         "RetentionSettings",
         "StateCapacityExceededError",
@@ -53,5 +56,7 @@ def test_public_api_is_exactly_this() -> None:
         "TurnNotFoundError",
         "UnknownApprovalError",
         "UnsupportedMediaTypeError",
+        "WorkflowNotFoundError",
+        "WorkflowRetryPolicy",
         "chat_client_from_settings",
     ]
