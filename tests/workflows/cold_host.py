@@ -22,7 +22,8 @@ from agent_host._local_host.functions import OrchestratorFunction
 def fresh_functions(factory: Callable[[], AgentFunctionApp]) -> dict[str, Callable[..., Any]]:
     """A new app's functions by lower-cased name, after forgetting everything decoded (a cold start)."""
     CONVERSATION_CACHE.clear()
-    return {function.get_function_name().lower(): function.get_user_function() for function in factory().get_functions()}
+    functions = factory().get_functions()
+    return {function.get_function_name().lower(): function.get_user_function() for function in functions}
 
 
 class ColdHost(RunningHost):
@@ -45,7 +46,8 @@ class ColdHost(RunningHost):
         activities = self.host.durable_functions.activities
         for key, activity in list(activities.items()):
             activities[key] = ActivityFunction(activity.name, activity.parameter, self._cold(activity.name))
-        entities = self.host.scheduler._functions  # noqa: SLF001 - the test swaps in cold entity functions
+        # The test swaps in cold entity functions where the scheduler keeps them.
+        entities = self.host.scheduler._functions
         for key in list(entities):
             entities[key] = self._cold(key)
 

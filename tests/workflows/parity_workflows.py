@@ -98,11 +98,7 @@ def context_mode(mode: str) -> Callable[[Models], Workflow]:
         if mode == "custom":
             kwargs["context_filter"] = user_and_last_assistant
         reviewer = AgentExecutor(models.agent("reviewer"), id="reviewer", **kwargs)
-        return (
-            WorkflowBuilder(name=f"mode_{mode}", start_executor=writer)
-            .add_chain([writer, editor, reviewer])
-            .build()
-        )
+        return WorkflowBuilder(name=f"mode_{mode}", start_executor=writer).add_chain([writer, editor, reviewer]).build()
 
     return build
 
