@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import importlib
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_framework import AgentExecutorRequest, AgentExecutorResponse, AgentResponse, Content, Message
@@ -61,32 +62,52 @@ class Identities:
 def encode(value: Any, identities: Identities | None = None) -> Any:
     """The JSON form of `value`; messages known to `identities` carry their identity.
 
+    A message object that appears twice (in a response and in its full conversation, say) is written once and
+    referred to after, so it decodes to one object with one identity.
+
     Raises:
         UncarriableValueError: a value of a type that cannot travel as JSON.
     """
+    return _Encoder(identities).encode(value)
+
+
+class _Encoder:
+    def __init__(self, identities: Identities | None) -> None:
+        self.identities = identities
+        self.seen: dict[int, int] = {}
+        self.kept: list[Message] = []
+
+    def encode(self, value: Any) -> Any:
+        return _encode_value(value, self)
+
+
+def _encode_value(value: Any, encoder: _Encoder) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, list):
-        return [encode(item, identities) for item in value]
+        return [_encode_value(item, encoder) for item in value]
     if isinstance(value, tuple):
-        return {TYPE_KEY: "tuple", "items": [encode(item, identities) for item in value]}
+        return {TYPE_KEY: "tuple", "items": [_encode_value(item, encoder) for item in value]}
     if isinstance(value, dict):
         if all(isinstance(name, str) for name in value) and TYPE_KEY not in value:
-            return {name: encode(item, identities) for name, item in value.items()}
-        return {TYPE_KEY: "dict", "items": [[encode(k, identities), encode(v, identities)] for k, v in value.items()]}
+            return {name: _encode_value(item, encoder) for name, item in value.items()}
+        return {
+            TYPE_KEY: "dict",
+            "items": [[_encode_value(k, encoder), _encode_value(v, encoder)] for k, v in value.items()],
+        }
     if isinstance(value, Message):
-        return _encode_message(value, identities)
+        return _encode_message(value, encoder)
     if isinstance(value, AgentExecutorResponse):
         return {
             TYPE_KEY: "agent_executor_response",
             "executorId": value.executor_id,
-            "agentResponse": encode(value.agent_response, identities),
-            "fullConversation": [_encode_message(message, identities) for message in value.full_conversation],
+            "agentResponse": _encode_value(value.agent_response, encoder),
+            "fullConversation": [_encode_message(message, encoder) for message in value.full_conversation],
         }
     if isinstance(value, AgentExecutorRequest):
         return {
             TYPE_KEY: "agent_executor_request",
-            "messages": [_encode_message(message, identities) for message in value.messages],
+            "messages": [_encode_message(message, encoder) for message in value.messages],
             "shouldRespond": value.should_respond,
         }
     if isinstance(value, AgentResponse):
@@ -94,17 +115,17 @@ def encode(value: Any, identities: Identities | None = None) -> Any:
         rest.pop("messages", None)
         return {
             TYPE_KEY: "agent_response",
-            "messages": [_encode_message(message, identities) for message in value.messages],
+            "messages": [_encode_message(message, encoder) for message in value.messages],
             "response": rest,
         }
     if isinstance(value, Content):
         return {TYPE_KEY: "content", "content": value.to_dict()}
     if isinstance(value, enum.Enum):
-        return {TYPE_KEY: "enum", "class": _class_path(type(value)), "value": encode(value.value, identities)}
+        return {TYPE_KEY: "enum", "class": _class_path(type(value)), "value": _encode_value(value.value, encoder)}
     if isinstance(value, BaseModel):
         return {TYPE_KEY: "model", "class": _class_path(type(value)), "data": value.model_dump(mode="json")}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {item.name: encode(getattr(value, item.name), identities) for item in dataclasses.fields(value)}
+        fields = {item.name: _encode_value(getattr(value, item.name), encoder) for item in dataclasses.fields(value)}
         return {TYPE_KEY: "dataclass", "class": _class_path(type(value)), "fields": fields}
     raise UncarriableValueError(
         f"A {type(value).__module__}.{type(value).__qualname__} cannot travel between hosted executors: send JSON "
@@ -114,30 +135,40 @@ def encode(value: Any, identities: Identities | None = None) -> Any:
 
 def decode(data: Any, identities: Identities, *, producer: str, occurrences: Occurrences) -> Any:
     """The value `encode` wrote; a message without an identity becomes a new occurrence of `producer`."""
+    return _decode_value(data, _Decoder(identities, producer, occurrences))
+
+
+@dataclass
+class _Decoder:
+    identities: Identities
+    producer: str
+    occurrences: Occurrences
+    messages: dict[int, Message] = field(default_factory=dict)
+
+
+def _decode_value(data: Any, decoder: _Decoder) -> Any:
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):
-        return [decode(item, identities, producer=producer, occurrences=occurrences) for item in data]
+        return [_decode_value(item, decoder) for item in data]
     kind = data.get(TYPE_KEY)
     if kind is None:
-        return {
-            name: decode(item, identities, producer=producer, occurrences=occurrences) for name, item in data.items()
-        }
+        return {name: _decode_value(item, decoder) for name, item in data.items()}
 
     def inner(item: Any) -> Any:
-        return decode(item, identities, producer=producer, occurrences=occurrences)
+        return _decode_value(item, decoder)
 
-    if kind == "message":
-        return _decode_message(data, identities, producer, occurrences)
+    if kind in ("message", "message_ref"):
+        return _decode_message(data, decoder)
     if kind == "agent_executor_response":
         response = inner(data["agentResponse"])
-        conversation = [_decode_message(item, identities, producer, occurrences) for item in data["fullConversation"]]
+        conversation = [_decode_message(item, decoder) for item in data["fullConversation"]]
         return AgentExecutorResponse(data["executorId"], response, conversation)
     if kind == "agent_executor_request":
-        messages = [_decode_message(item, identities, producer, occurrences) for item in data["messages"]]
+        messages = [_decode_message(item, decoder) for item in data["messages"]]
         return AgentExecutorRequest(messages=messages, should_respond=data["shouldRespond"])
     if kind == "agent_response":
-        messages = [_decode_message(item, identities, producer, occurrences) for item in data["messages"]]
+        messages = [_decode_message(item, decoder) for item in data["messages"]]
         response = AgentResponse.from_dict({**data["response"], "messages": []})
         response.messages = messages
         return response
@@ -163,21 +194,29 @@ def decode(data: Any, identities: Identities, *, producer: str, occurrences: Occ
     raise ValueError(f"Not a value this host encoded: {kind!r} of {data['class']!r}.")
 
 
-def _encode_message(message: Message, identities: Identities | None) -> dict[str, Any]:
-    encoded: dict[str, Any] = {TYPE_KEY: "message", "message": message.to_dict()}
-    key = identities.key_of(message) if identities is not None else None
+def _encode_message(message: Message, encoder: _Encoder) -> dict[str, Any]:
+    serial = encoder.seen.get(id(message))
+    if serial is not None:
+        return {TYPE_KEY: "message_ref", "ref": serial}
+    encoder.seen[id(message)] = serial = len(encoder.kept)
+    encoder.kept.append(message)  # keeps the object alive, so its id is not reused while encoding
+    encoded: dict[str, Any] = {TYPE_KEY: "message", "message": message.to_dict(), "serial": serial}
+    key = encoder.identities.key_of(message) if encoder.identities is not None else None
     if key is not None:
         encoded["key"] = key.to_json()
     return encoded
 
 
-def _decode_message(data: dict[str, Any], identities: Identities, producer: str, occurrences: Occurrences) -> Message:
+def _decode_message(data: dict[str, Any], decoder: _Decoder) -> Message:
+    if data[TYPE_KEY] == "message_ref":
+        return decoder.messages[data["ref"]]
     message = Message.from_dict(data["message"])
+    decoder.messages[data.get("serial", -1 - len(decoder.messages))] = message
     if "key" in data:
         key = MessageKey.from_json(data["key"])
-        identities.remember(Carried(message, MessageKey(key.producer, key.occurrence, fingerprint(message))))
+        decoder.identities.remember(Carried(message, MessageKey(key.producer, key.occurrence, fingerprint(message))))
     else:
-        identities.remember(occurrences.mint(producer, message))
+        decoder.identities.remember(decoder.occurrences.mint(decoder.producer, message))
     return message
 
 
