@@ -1,0 +1,76 @@
+"""Cycles: a node visited again is sent only what it has not seen (architecture.md, failure 17; L3-4, L3-9).
+
+Core re-sends the whole upstream conversation on every visit of a `full` node, so in process a cycle's history
+grows quadratically; hosted, each visit adds the new messages only, so each conversation grows linearly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent_framework import AgentExecutor, AgentExecutorResponse, Executor, WorkflowBuilder, WorkflowContext, handler
+from hosting import RunningHost
+from parity_workflows import Models
+
+from agent_host import AgentFunctionApp, HostSettings
+
+VISITS = 20
+
+
+class Counter(Executor):
+    """Sends the reply back to the writer until the writer has been visited VISITS times; then yields it."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(id=id)
+        self.rounds = 0
+
+    @handler
+    async def count(self, response: AgentExecutorResponse, ctx: WorkflowContext[AgentExecutorResponse, str]) -> None:
+        self.rounds += 1
+        if self.rounds >= VISITS:
+            await ctx.yield_output(response.agent_response.text)
+        else:
+            await ctx.send_message(response)
+
+    async def on_checkpoint_save(self) -> dict[str, int]:
+        return {"rounds": self.rounds}
+
+    async def on_checkpoint_restore(self, state: dict[str, int]) -> None:
+        self.rounds = state.get("rounds", 0)
+
+
+def loop_app(models: Models) -> AgentFunctionApp:
+    writer = AgentExecutor(models.agent("writer"), id="writer")
+    critic = AgentExecutor(models.agent("critic"), id="critic")
+    counter = Counter(id="counter")
+    workflow = (
+        WorkflowBuilder(name="loop", start_executor=writer, max_iterations=3 * VISITS + 5)
+        .add_edge(writer, critic)
+        .add_edge(critic, counter)
+        .add_edge(counter, writer)
+        .build()
+    )
+    return AgentFunctionApp(workflows=[workflow], settings=HostSettings())
+
+
+def test_twenty_visits_of_a_cycle_grow_each_conversation_linearly_and_send_only_new_messages(tmp_path: Path) -> None:
+    models = Models()
+    host = RunningHost(lambda: loop_app(models), tmp_path)
+    try:
+        reply = host.request("POST", "/api/workflows/loop/runs", {"input": "Improve this haiku.", "timeoutSeconds": 120})
+        body = reply.json()
+        run_id = body["runId"]
+        assert host.host is not None
+        writer_state = json.loads(host.host.store.read_state("workflow_agent_loop_writer", run_id) or "{}")
+    finally:
+        host.stop()
+
+    calls = models.calls()
+    sent_per_visit = [len(call) for call in calls["writer"]]
+    assert body["status"] == "completed", body
+    assert len(calls["writer"]) == VISITS and len(calls["critic"]) == VISITS
+    # Each visit's model call is the stored history plus what is new: two messages more than the visit before
+    # (the critic's reply it was sent, and its own reply), never the whole conversation again.
+    assert [b - a for a, b in zip(sent_per_visit, sent_per_visit[1:], strict=False)] == [2] * (VISITS - 1)
+    assert len(writer_state["messages"]) == 1 + 2 * VISITS - 1
