@@ -6,6 +6,7 @@ grows quadratically; hosted, each visit adds the new messages only, so each conv
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -58,7 +59,8 @@ def test_twenty_visits_of_a_cycle_grow_each_conversation_linearly_and_send_only_
     models = Models()
     host = RunningHost(lambda: loop_app(models), tmp_path)
     try:
-        reply = host.request("POST", "/api/workflows/loop/runs", {"input": "Improve this haiku.", "timeoutSeconds": 120})
+        start = {"input": "Improve this haiku.", "timeoutSeconds": 120}
+        reply = host.request("POST", "/api/workflows/loop/runs", start)
         body = reply.json()
         run_id = body["runId"]
         assert host.host is not None
@@ -72,5 +74,5 @@ def test_twenty_visits_of_a_cycle_grow_each_conversation_linearly_and_send_only_
     assert len(calls["writer"]) == VISITS and len(calls["critic"]) == VISITS
     # Each visit's model call is the stored history plus what is new: two messages more than the visit before
     # (the critic's reply it was sent, and its own reply), never the whole conversation again.
-    assert [b - a for a, b in zip(sent_per_visit, sent_per_visit[1:], strict=False)] == [2] * (VISITS - 1)
+    assert [b - a for a, b in itertools.pairwise(sent_per_visit)] == [2] * (VISITS - 1)
     assert len(writer_state["messages"]) == 1 + 2 * VISITS - 1

@@ -9,7 +9,8 @@ from agent_host._workflows.projection import Carried, Occurrences, Receipts, fin
 
 
 def conversation(occurrences: Occurrences, producer: str, texts: list[str]) -> list[Carried]:
-    return [occurrences.mint(producer, Message("user" if i % 2 == 0 else "assistant", [t])) for i, t in enumerate(texts)]
+    roles = ["user", "assistant"]
+    return [occurrences.mint(producer, Message(roles[i % 2], [text])) for i, text in enumerate(texts)]
 
 
 def texts(carried: list[Carried]) -> list[str]:
