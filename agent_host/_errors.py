@@ -218,9 +218,10 @@ class IdempotencyConflictError(AgentHostError):
     codes = ("idempotency_key_reused",)
     status = 409
 
-    def __init__(self, key: str, original_turn_id: str) -> None:
+    def __init__(self, key: str, original_turn_id: str = "", *, original_run_id: str | None = None) -> None:
+        original = f"workflow run '{original_run_id}'" if original_run_id is not None else f"turn '{original_turn_id}'"
         super().__init__(
-            f"Idempotency-Key {key!r} was already used for turn '{original_turn_id}' with a different request. "
+            f"Idempotency-Key {key!r} was already used for {original} with a different request. "
             "Use a new key for a new request."
         )
 

@@ -290,11 +290,9 @@ class WorkflowRoutes:
             run_id = "k" + hashlib.sha256(f"{route.name}\n{key}".encode()).hexdigest()[:40]
             known = await runs.status(run_id, show_input=True)
             if known is not None:
-                if known.name != route.orchestrator_name or known.input_ != orchestration_input:
-                    raise IdempotencyConflictError(
-                        f"The Idempotency-Key was already used to start run '{run_id}' of workflow '{route.name}' "
-                        "with a different input. Use a new key for a new run."
-                    )
+                stored = json.loads(known.input_) if isinstance(known.input_, str) else known.input_
+                if known.name != route.orchestrator_name or stored != orchestration_input:
+                    raise IdempotencyConflictError(key, original_run_id=run_id)
                 return run_id
         run_id = run_id or uuid.uuid4().hex
         await runs.start(route.orchestrator_name, run_id, orchestration_input)

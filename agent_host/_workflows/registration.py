@@ -27,6 +27,8 @@ from agent_framework._workflows._typing_utils import is_instance_of
 
 from .contract import WORKFLOW_NAME_PATTERN
 
+# The name WorkflowBuilder makes up when given none: new on every build, so no run could find its workflow again.
+_GENERATED_NAME = re.compile(r"WorkflowBuilder-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _FUNCTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,127}")
 _UNSAFE = re.compile(r"[^a-z0-9_-]")
 _SUPPORTED_EDGE_GROUPS = (SingleEdgeGroup, SwitchCaseEdgeGroup, FanOutEdgeGroup, FanInEdgeGroup, InternalEdgeGroup)
@@ -121,7 +123,7 @@ def plan_workflow(workflow: Workflow, retry: WorkflowRetryPolicy | None) -> Host
             (the message names the workflow, the executor or edge, and what to change).
     """
     name = workflow.name
-    if not isinstance(name, str) or not re.fullmatch(WORKFLOW_NAME_PATTERN, name):
+    if not isinstance(name, str) or not re.fullmatch(WORKFLOW_NAME_PATTERN, name) or _GENERATED_NAME.fullmatch(name):
         raise ValueError(
             f"Workflow name {name!r} cannot be used in routes and function names: build it with "
             "WorkflowBuilder(name='review', ...) using 1-64 letters, digits, '_' or '-', starting with a letter."
