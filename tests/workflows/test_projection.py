@@ -142,3 +142,20 @@ def test_a_new_message_in_a_response_and_its_conversation_is_one_occurrence_afte
 
     assert value["reply"][0] is value["conversation"][1]
     assert receiver.key_of(value["reply"][0]) == receiver.key_of(value["conversation"][1])
+
+
+def test_a_summary_inserted_mid_conversation_shifts_no_identity_and_leaves_annotations_where_they_were() -> None:
+    occurrences = Occurrences()
+    first = conversation(occurrences, "writer", ["m1", "m2", "m3"])
+    first[1].message.additional_properties["_group"] = {"id": "g2"}
+    receipts = Receipts()
+    receipts.record("editor", first)
+    summary = occurrences.mint("summarizer", Message("assistant", ["Summary: m1"]))
+    fourth = occurrences.mint("writer", Message("user", ["m4"]))
+
+    delta = receipts.unseen("editor", [first[0], summary, first[1], first[2], fourth])
+
+    # Position-derived ids (the prototype's wf_{executor}_{position}) would now call m2 and m3 new and m4 seen.
+    assert texts(delta) == ["Summary: m1", "m4"]
+    assert first[1].message.additional_properties == {"_group": {"id": "g2"}}
+    assert receipts.has_seen("editor", first[1].key) and receipts.has_seen("editor", first[2].key)
