@@ -100,9 +100,9 @@ def substitute(text: str, variables: dict[str, str], named: dict[str, Reply]) ->
     return _VARIABLE.sub(value, text)
 
 
-def replay_demo(running: RunningHost, *, key: str = "local") -> dict[str, Reply]:
-    """Send every request of demo.http in order, checking its `# @expect` line; returns replies by title."""
-    variables, requests = parse_http_file(ROOT / "demo.http")
+def replay_demo(running: RunningHost, *, key: str = "local", path: Path = ROOT / "demo.http") -> dict[str, Reply]:
+    """Send every request of demo.http (or `path`) in order, checking its `# @expect` line; replies by title."""
+    variables, requests = parse_http_file(path)
     variables["key"] = key
     named: dict[str, Reply] = {}
     replies: dict[str, Reply] = {}

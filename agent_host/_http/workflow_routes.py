@@ -44,12 +44,13 @@ from .._workflows.contract import (
     STATUS_KEY,
     WAITING_FOR_INPUT,
     ResponseBody,
+    RunReadQuery,
     RunStartBody,
     WorkflowRoute,
     coerce_response,
     type_at,
 )
-from .requests import JSON_MEDIA_TYPE, body_text, idempotency_key, is_json_type, json_body, media_type
+from .requests import JSON_MEDIA_TYPE, body_text, idempotency_key, is_json_type, json_body, media_type, query
 from .responses import json_response, respond
 
 _SEPARATOR = "~"
@@ -60,6 +61,7 @@ _TERMINAL = {
 }
 _FIRST_POLL_SECONDS = 0.01
 _MAX_POLL_SECONDS = 0.5
+_ACKNOWLEDGE_SECONDS = 5.0
 
 
 @dataclass
@@ -154,12 +156,17 @@ class WorkflowRoutes:
         return await respond(req, ("POST",), handle)
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`GET /api/workflows/{workflow}/runs/{runId}`: the run's status, outputs and pending requests."""
+        """`GET /api/workflows/{workflow}/runs/{runId}[?timeoutSeconds=N]`: the run's status, outputs and pending
+        requests; with `timeoutSeconds`, once the run stops running (or the time is up)."""
 
         async def handle() -> func.HttpResponse:
             route = self._route(req)
             run_id = _run_id(req.route_params.get("runId", ""))
-            view = await self._view(route, WorkflowRunClient(client), run_id)
+            wait = query(req, RunReadQuery)
+            runs = WorkflowRunClient(client)
+            view = await self._view(route, runs, run_id)
+            if wait.timeout_seconds:
+                view = await self._wait(route, runs, run_id, view, wait.timeout_seconds)
             return json_response(200, view.body())
 
         return await respond(req, ("GET",), handle)
@@ -369,6 +376,17 @@ class WorkflowRoutes:
             ) from None
         owner, bare = await self._owner(runs, run_id, request_id)
         await runs.raise_response(owner, bare, value)
+        # Answer once the run has taken the response, so a repeated answer reads 409 and a read after this one
+        # no longer lists the request (two answers racing each other can still both be accepted; the run takes
+        # the first).
+        deadline = time.monotonic() + _ACKNOWLEDGE_SECONDS
+        pause = _FIRST_POLL_SECONDS
+        while time.monotonic() < deadline:
+            view = await self._view(route, runs, run_id)
+            if all(item["requestId"] != request_id for item in view.pending):
+                return
+            await asyncio.sleep(pause)
+            pause = min(pause * 1.5, _MAX_POLL_SECONDS)
 
     async def _owner(self, runs: WorkflowRunClient, instance_id: str, request_id: str) -> tuple[str, str]:
         """The instance that waits for a (possibly qualified) request id, and the request's own id."""

@@ -84,6 +84,23 @@ class RunStartBody(WireModel):
         return value
 
 
+class RunReadQuery(WireModel):
+    """Query of `GET /api/workflows/{workflow}/runs/{runId}`: how long to wait while the run is running."""
+
+    error_code: ClassVar[str] = "invalid_timeout"
+    lenient_types: ClassVar[bool] = True
+    shape: ClassVar[str] = "?timeoutSeconds=<seconds, at most 230>"
+
+    timeout_seconds: float | None = None
+
+    @field_validator("timeout_seconds")
+    @classmethod
+    def _bounded(cls, value: float | None) -> float | None:
+        if value is not None and not 0 < value <= MAX_WAIT_SECONDS:
+            raise ValueError(f"timeoutSeconds must be more than 0 and at most {MAX_WAIT_SECONDS:g}")
+        return value
+
+
 class ResponseBody(WireModel):
     """Body of `POST /api/workflows/{workflow}/runs/{runId}/responses/{requestId}`."""
 
