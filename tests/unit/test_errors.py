@@ -165,7 +165,9 @@ def test_a_refused_code_message_lists_the_declared_ones() -> None:
         InvalidRequestError("message", code="turn_expired")
 
     assert "invalid_body, invalid_json, invalid_encoding, missing_message" in str(caught.value)
-    assert str(caught.value).endswith("conflicting_session_id, unknown_operation.")
+    assert str(caught.value).endswith(
+        "unknown_operation, invalid_workflow_run, invalid_workflow_input, invalid_run_id, invalid_response."
+    )
 
 
 def test_a_subclass_code_is_not_open_to_its_parent() -> None:
