@@ -60,7 +60,7 @@ _TERMINAL = {
     df.OrchestrationRuntimeStatus.Terminated: "terminated",
 }
 _FIRST_POLL_SECONDS = 0.01
-_MAX_POLL_SECONDS = 0.5
+_MAX_POLL_SECONDS = 0.05
 _ACKNOWLEDGE_SECONDS = 5.0
 
 

@@ -34,13 +34,19 @@ def _lock_for(executor: Executor) -> threading.Lock:
         return _LOCKS.setdefault(id(executor), threading.Lock())
 
 
-def run_executor_activity(workflow: Workflow, payload: dict[str, Any], timeout_seconds: float) -> dict[str, Any]:
+def run_executor_activity(
+    workflow: Workflow, payload: dict[str, Any], initial_state: Any, timeout_seconds: float
+) -> dict[str, Any]:
     """Run one executor's deliveries of one superstep (`payload` as the orchestrator builds it); return its effects.
+
+    `initial_state` is the executor's saved state as built: a run's first activation starts from it.
 
     Raises:
         Exception: whatever the executor's handler raised (the orchestration records the activity as failed).
     """
     executor = workflow.executors[payload["executorId"]]
+    if payload.get("executorState") is None:
+        payload = {**payload, "executorState": initial_state}
     with _lock_for(executor):
         return AGENT_LOOP.run(_run(workflow, executor, payload), timeout=timeout_seconds)
 

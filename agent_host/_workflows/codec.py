@@ -45,13 +45,14 @@ class Identities:
         return carried.key if carried is not None else None
 
     def carried(self, message: Message, *, producer: str, occurrences: Occurrences) -> Carried:
-        """This message with its identity: the known one (re-fingerprinted), or a new occurrence of `producer`."""
+        """This message with its identity: the known one, or a new occurrence of `producer`.
+
+        A known object keeps its fingerprint: only a `context_filter` can change a message the orchestrator holds,
+        and `projection.project` re-fingerprints what a filter returns.
+        """
         known = self._by_object.get(id(message))
-        if known is not None:
-            revision = fingerprint(message)
-            if revision != known.key.revision:
-                known = Carried(message, MessageKey(known.key.producer, known.key.occurrence, revision))
-            return self.remember(known)
+        if known is not None and known.message is message:
+            return known
         return self.remember(occurrences.mint(producer, message))
 
     def all_carried(self, messages: Iterable[Message], *, producer: str, occurrences: Occurrences) -> list[Carried]:

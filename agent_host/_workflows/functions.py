@@ -98,10 +98,11 @@ class WorkflowFunctions:
 
     def _register_activity(self, plan: HostedWorkflow) -> None:
         workflow = plan.workflow
+        initial = plan.initial_states
         timeout = self._timeout
 
         def executor_activity(payload: dict[str, Any]) -> dict[str, Any]:
-            return run_executor_activity(workflow, payload, timeout)
+            return run_executor_activity(workflow, payload, initial.get(payload["executorId"]), timeout)
 
         executor_activity.__name__ = plan.activity_name
         self._app.function_name(plan.activity_name)(self._app.activity_trigger(input_name="payload")(executor_activity))

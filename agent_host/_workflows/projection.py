@@ -103,9 +103,9 @@ def project(
         TypeError: the filter returned something other than a list of `Message`s.
     """
     if mode == "full":
-        return [revised(carried) for carried in full_conversation]
+        return list(full_conversation)
     if mode == "last_agent":
-        return [revised(carried) for carried in agent_messages]
+        return list(agent_messages)
     if context_filter is None:
         raise ValueError("context_mode 'custom' needs a context_filter")
     offered = list(full_conversation)

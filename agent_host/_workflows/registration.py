@@ -25,6 +25,8 @@ from agent_framework._workflows._edge import (
 )
 from agent_framework._workflows._typing_utils import is_instance_of
 
+from .._event_loop import AGENT_LOOP
+from .codec import UncarriableValueError, encode
 from .contract import WORKFLOW_NAME_PATTERN
 
 # The name WorkflowBuilder makes up when given none: new on every build, so no run could find its workflow again.
@@ -103,6 +105,9 @@ class HostedWorkflow:
     agent_nodes: dict[str, AgentNode] = field(default_factory=dict)
     sub_workflows: dict[str, HostedWorkflow] = field(default_factory=dict)
     retry: WorkflowRetryPolicy | None = None
+    # What each activity executor's `on_checkpoint_save` gave as built (JSON): a run's first activation restores
+    # it, so a run never starts from state another run left in the shared executor object.
+    initial_states: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -142,8 +147,20 @@ def plan_workflow(workflow: Workflow, retry: WorkflowRetryPolicy | None) -> Host
             hosted.sub_workflows[executor_id] = plan_workflow(executor.workflow, retry)
         elif not isinstance(executor, Executor):
             raise ValueError(f"Workflow '{name}': executor {executor_id!r} is not a core Executor.")
+        else:
+            hosted.initial_states[executor_id] = _initial_state(workflow, executor)
     _check_edges(workflow)
     return hosted
+
+
+def _initial_state(workflow: Workflow, executor: Executor) -> Any:
+    saved = AGENT_LOOP.run(executor.on_checkpoint_save())
+    try:
+        return encode(saved)
+    except UncarriableValueError as exc:
+        raise ValueError(
+            f"Workflow '{workflow.name}': executor {executor.id!r} saves state that cannot travel as JSON ({exc})."
+        ) from None
 
 
 def _agent_node(workflow: Workflow, executor: AgentExecutor) -> AgentNode:

@@ -9,7 +9,6 @@ deterministic (registration refuses async ones).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,8 @@ from agent_framework import Executor, Workflow
 from agent_framework._workflows._edge_runner import EdgeRunner, create_edge_runner, gather_cancelling_siblings_on_error
 from agent_framework._workflows._runner_context import WorkflowMessage
 from agent_framework._workflows._state import State
+
+from .._event_loop import AGENT_LOOP
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,9 @@ class Router:
     def route(self, messages: Mapping[str, Sequence[WorkflowMessage]]) -> list[Delivery]:
         """The deliveries of a superstep's messages (by source, in send order), in the order core makes them."""
         self._deliveries.clear()
-        loop = asyncio.new_event_loop()
-        try:
-            loop.run_until_complete(self._route(messages))
-        finally:
-            loop.close()
+        # Core's runners are coroutines that await nothing real; the host's one agent loop runs them, rather than a
+        # loop made (and closed) for every superstep of every replay.
+        AGENT_LOOP.run(self._route(messages))
         return list(self._deliveries)
 
     async def _route(self, messages: Mapping[str, Sequence[WorkflowMessage]]) -> None:
