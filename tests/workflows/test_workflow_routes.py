@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_framework import Executor, WorkflowBuilder, WorkflowContext, handler
+from agent_framework import Agent, AgentExecutor, Executor, WorkflowBuilder, WorkflowContext, handler
+from conftest import ScriptedChatClient
 from hosting import RunningHost
 from parity_workflows import MATRIX, Models, fan_out_fan_in
 from test_workflow_parity import comparable_output, run_in_process, without_random_ids
@@ -153,3 +155,79 @@ def test_without_a_retry_policy_a_failing_executor_fails_the_run_naming_it(tmp_p
     assert body["error"]["code"] == "workflow_failed"
     assert "Executor 'flaky' failed" in body["error"]["message"]
     assert "the upstream service is busy" in body["error"]["message"]
+
+
+class FlakyModel(ScriptedChatClient):
+    """A model whose first call fails (a transient service error), then answers as the scripted one does."""
+
+    failed = 0
+
+    async def _inner_get_response(self, **kwargs: Any) -> Any:
+        if FlakyModel.failed < 1:
+            FlakyModel.failed += 1
+            raise ConnectionError("the model service is busy")
+        return await super()._inner_get_response(**kwargs)
+
+
+def flaky_agent_app(retry: WorkflowRetryPolicy | None) -> AgentFunctionApp:
+    node = AgentExecutor(Agent(FlakyModel(), name="writer"), id="writer")
+    app = AgentFunctionApp(settings=HostSettings())
+    app.add_workflow(WorkflowBuilder(name="drafts", start_executor=node).build(), retry=retry)
+    return app
+
+
+def test_a_retry_policy_takes_a_new_turn_after_a_failed_model_run(tmp_path: Path) -> None:
+    FlakyModel.failed = 0
+    policy = WorkflowRetryPolicy(max_attempts=2, first_interval_seconds=0.05, max_interval_seconds=0.05)
+    host = RunningHost(lambda: flaky_agent_app(policy), tmp_path)
+    try:
+        body = host.request("POST", "/api/workflows/drafts/runs", {"input": "Draft a note."}).json()
+        assert host.host is not None
+        state = json.loads(host.host.store.read_state("workflow_agent_drafts_writer", body["runId"]) or "{}")
+    finally:
+        host.stop()
+
+    assert body["status"] == "completed", body
+    assert body["outputs"][0]["messages"][0]["contents"][0]["text"] == "reply 1: Draft a note."
+    # The failed turn recorded its failure and nothing else; the retry is a turn of its own.
+    assert [turn["status"] for turn in state["turns"].values()] == ["failed", "completed"]
+    assert [message["text"] for message in state["messages"]] == ["Draft a note.", "reply 1: Draft a note."]
+
+
+class Tally(Executor):
+    """Counts its visits in executor state (saved and restored as core's checkpoints do); yields at the third."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(id=id)
+        self.visits = 0
+
+    @handler
+    async def tally(self, text: str, ctx: WorkflowContext[str, str]) -> None:
+        self.visits += 1
+        if self.visits >= 3:
+            await ctx.yield_output(f"{text} after {self.visits} visits")
+        else:
+            await ctx.send_message(text)
+
+    async def on_checkpoint_save(self) -> dict[str, int]:
+        return {"visits": self.visits}
+
+    async def on_checkpoint_restore(self, state: dict[str, int]) -> None:
+        self.visits = state["visits"]
+
+
+def test_each_run_starts_from_the_executors_state_as_built_not_from_another_runs(tmp_path: Path) -> None:
+    def app() -> AgentFunctionApp:
+        tally = Tally(id="tally")
+        workflow = WorkflowBuilder(name="tally", start_executor=tally).add_edge(tally, tally).build()
+        return AgentFunctionApp(workflows=[workflow], settings=HostSettings())
+
+    host = RunningHost(app, tmp_path)
+    try:
+        first = host.request("POST", "/api/workflows/tally/runs", {"input": "one"}).json()
+        second = host.request("POST", "/api/workflows/tally/runs", {"input": "two"}).json()
+    finally:
+        host.stop()
+
+    assert first["outputs"] == ["one after 3 visits"]
+    assert second["outputs"] == ["two after 3 visits"]
