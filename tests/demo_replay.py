@@ -101,7 +101,8 @@ def substitute(text: str, variables: dict[str, str], named: dict[str, Reply]) ->
 
 
 def replay_demo(running: RunningHost, *, key: str = "local", path: Path = ROOT / "demo.http") -> dict[str, Reply]:
-    """Send every request of demo.http (or `path`) in order, checking its `# @expect` line; replies by title."""
+    """Send every request of demo.http (or the .http file at `path`) in order, checking its `# @expect` line;
+    returns replies by title."""
     variables, requests = parse_http_file(path)
     variables["key"] = key
     named: dict[str, Reply] = {}

@@ -158,6 +158,17 @@ class LocalHost:
             raise RuntimeError("the local host's private listener is not bound yet; start the host first")
         return f"http://{RPC_HOST}:{self._private.port}/runtime/webhooks/durabletask/"
 
+    def durable_client_binding(self, task_hub: str = DEFAULT_TASK_HUB) -> str:
+        """The binding JSON a ``durable_client_input`` parameter receives, e.g. to build a client outside a function.
+
+        Args:
+            task_hub: The task hub it names.
+
+        Returns:
+            The JSON ``DurableOrchestrationClient`` takes.
+        """
+        return self._server.client_binding(task_hub)
+
     def describe_routes(self) -> list[str]:
         """List the HTTP routes with their methods, one line each, for a startup banner.
 

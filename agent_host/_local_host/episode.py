@@ -221,6 +221,7 @@ class _Episode:
         functions: AppFunctions,
         new_id: Callable[[], str],
     ) -> None:
+        """Start from the stored instance; nothing changes until :meth:`plan` runs."""
         self.instance = episode.instance
         self.played = episode.played
         self.inbox = episode.inbox

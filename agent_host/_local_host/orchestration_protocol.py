@@ -401,7 +401,10 @@ def result_of_exception(exc: BaseException) -> OrchestratorResult:
         is_done=False,
         leaves=[],
         output_text=None,
-        error=f"the Durable Functions SDK failed while replaying the orchestrator: {type(exc).__name__}: {message}",
+        error=(
+            "the orchestrator function raised outside the SDK's replay, so no orchestrator state came back: "
+            f"{type(exc).__name__}: {message}"
+        ),
         custom_status_text=None,
         sdk_failure=True,
     )

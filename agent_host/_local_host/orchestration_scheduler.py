@@ -118,14 +118,15 @@ class OrchestrationScheduler:
         self._activities: ThreadPoolExecutor | None = None
         self._timer_thread: threading.Thread | None = None
         self._loop = AgentEventLoop()
+        self._names = AppFunctions(
+            orchestrators={key: function.name for key, function in functions.orchestrators.items()},
+            activities={key: function.name for key, function in functions.activities.items()},
+            entities=entities.entity_names,
+        )
 
     def app_functions(self) -> AppFunctions:
         """The names the app defines, as an episode checks calls against them."""
-        return AppFunctions(
-            orchestrators={key: function.name for key, function in self._functions.orchestrators.items()},
-            activities={key: function.name for key, function in self._functions.activities.items()},
-            entities=self._entities.entity_names,
-        )
+        return self._names
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -173,26 +174,31 @@ class OrchestrationScheduler:
             instance_id: The instance.
         """
         with self._lock:
-            if self._episodes is None or self._stopping.is_set():
-                return
-            if instance_id in self._active:
-                self._dirty.add(instance_id)
-                return
-            self._active.add(instance_id)
-            self._episodes.submit(self._drain, instance_id)
+            self._schedule_locked(instance_id)
+
+    def _schedule_locked(self, instance_id: str) -> None:
+        """:meth:`schedule`, with the lock held."""
+        if self._episodes is None or self._stopping.is_set():
+            return
+        if instance_id in self._active:
+            self._dirty.add(instance_id)
+            return
+        self._active.add(instance_id)
+        self._episodes.submit(self._drain, instance_id)
 
     def wake(self) -> None:
         """Make the timer loop read the clock now (after a test clock was moved)."""
         self._timer_wake.set()
 
     def is_idle(self) -> bool:
-        """Tell whether no episode or activity is running or queued (timers not yet due do not count).
+        """Tell whether no episode or activity is running or queued, and no timer is due (later ones do not count).
 
         Returns:
             True when idle.
         """
+        now = self._clock.now_ms()
         with self._lock:
-            if self._active or self._running_activities:
+            if self._active or self._running_activities or (self._timers and self._timers[0][0] <= now):
                 return False
         return not self.store.queued_activities()
 
@@ -338,13 +344,16 @@ class OrchestrationScheduler:
 
     def _submit_activities(self) -> None:
         """Hand every queued activity not already running to the activity workers."""
-        try:
-            queued = self.store.queued_activities()
-        except StorageError as exc:
-            logger.error("could not read the activity queue; it is read again after the next episode: %s", exc)
-            return
+        # The queue is read under the lock that guards the running set: a worker deletes its row (committing the
+        # outcome) before it leaves the set, so a row read here either is gone or still belongs to a running worker.
+        # Read outside the lock, a row could be read just before its outcome commits and its activity run twice.
         with self._lock:
             if self._activities is None or self._stopping.is_set():
+                return
+            try:
+                queued = self.store.queued_activities()
+            except StorageError as exc:
+                logger.error("could not read the activity queue; it is read again after the next episode: %s", exc)
                 return
             for activity in queued:
                 if activity.seq not in self._running_activities:
@@ -446,13 +455,10 @@ class OrchestrationScheduler:
         while not self._stopping.is_set():
             self._timer_wake.clear()  # before reading the heap, so a timer added meanwhile wakes the wait below
             now = self._clock.now_ms()
-            due: list[str] = []
-            with self._lock:
+            with self._lock:  # popped and scheduled under one lock, so is_idle never sees a due timer in neither place
                 while self._timers and self._timers[0][0] <= now:
-                    due.append(heapq.heappop(self._timers)[1])
+                    self._schedule_locked(heapq.heappop(self._timers)[1])
                 next_due = self._timers[0][0] if self._timers else None
-            for instance_id in dict.fromkeys(due):
-                self.schedule(instance_id)
             wait = self._poll if next_due is None else min(self._poll, max(0.0, (next_due - now) / 1000))
             self._timer_wake.wait(wait)
 

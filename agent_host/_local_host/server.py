@@ -128,6 +128,26 @@ class LocalHttpServer:
             lines.append(f"  {methods:<14} {base_url}{prefix}{path}  [{route.function_name}]")
         return lines
 
+    def client_binding(self, task_hub: str) -> str:
+        """The durable client binding JSON a function receives (``DurableOrchestrationClient`` reads it).
+
+        Args:
+            task_hub: The task hub the binding names.
+
+        Returns:
+            The binding: the private ``rpcBaseUrl``, and management and creation URL templates on the public port
+            (with ``INSTANCEID`` where the id goes, and the key when one is configured, as on Azure).
+        """
+        urls = self._client_urls
+        return json.dumps(
+            {
+                "taskHubName": task_hub,
+                "creationUrls": urls.creation(task_hub) if urls is not None else {},
+                "managementUrls": urls.management(task_hub) if urls is not None else {},
+                "rpcBaseUrl": self._rpc_base_url(),
+            }
+        )
+
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         """Serve one request on the public listener: the webhook API (with a key) or a function route.
 
@@ -232,16 +252,7 @@ class LocalHttpServer:
         )
         kwargs: dict[str, Any] = {route.request_param: http_request}
         if route.client_param is not None:
-            kwargs[route.client_param] = json.dumps(
-                {
-                    "taskHubName": route.task_hub,
-                    "creationUrls": self._client_urls.creation(route.task_hub) if self._client_urls else {},
-                    # Templates with INSTANCEID where the id goes, on the public port and with the key, as on Azure
-                    # (create_check_status_response substitutes the id).
-                    "managementUrls": self._client_urls.management(route.task_hub) if self._client_urls else {},
-                    "rpcBaseUrl": self._rpc_base_url(),
-                }
-            )
+            kwargs[route.client_param] = self.client_binding(route.task_hub)
         if route.context_param:
             kwargs["context"] = _InvocationContext(route.function_name)
         try:

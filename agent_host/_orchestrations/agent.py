@@ -2,19 +2,20 @@
 
 `run` does not run the agent: it returns a task that calls the conversation entity's `run` operation, which takes
 the turn like any other (history, session, compaction, retention, turn records). Every id comes from the
-orchestration (`context.new_uuid()`, `context.current_utc_datetime`), so a replay issues the same calls with the
-same turn ids, and a redelivered call finds its turn recorded instead of running the model again.
+orchestration (`context.new_uuid()`, `context.current_utc_datetime`, the execution id), so a replay issues the same
+calls with the same turn ids, and a redelivered call finds its turn recorded instead of running the model again.
 """
 
 from __future__ import annotations
 
 import datetime
-import uuid
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 import azure.durable_functions as df
 from agent_framework import AgentSession, normalize_messages
+from azure.durable_functions.models.history import HistoryEventType
 
 from .._contract import RUN_OPERATION, AgentRoute, RunOperation, validate_conversation_id
 from .._errors import InvalidRequestError
@@ -24,10 +25,10 @@ from .session import ConversationSession
 from .task import AgentTask
 
 # An orchestration's turn id: the orchestration's time as 11 hex digits of milliseconds (as every turn id starts,
-# so ids sort by time and a reader sees a recent one as pending), this marker, and 20 hex digits of a replay-safe
-# uuid. The marker is not a hex digit, nor the Idempotency-Key marker.
+# so ids sort by time and a reader sees a recent one as pending), this marker, and 20 hex digits of a digest of the
+# execution id and a replay-safe uuid. The marker is not a hex digit, nor the Idempotency-Key marker.
 ORCHESTRATION_TURN_MARKER = "o"
-_UUID_DIGITS = 20
+_DIGEST_DIGITS = 20
 
 
 class OrchestrationAgent:
@@ -41,6 +42,7 @@ class OrchestrationAgent:
     def __init__(self, context: df.DurableOrchestrationContext, route: AgentRoute) -> None:
         self._context = context
         self._route = route
+        self._execution = _execution_id(context)
         self.name = route.name
         self.id = route.name
         self.display_name = route.name
@@ -123,9 +125,15 @@ class OrchestrationAgent:
         return session.conversation_id
 
     def _new_turn_id(self) -> str:
-        """The next turn id of this orchestration: the same on every replay, different for every call."""
+        """The next turn id of this orchestration: the same on every replay, different for every call.
+
+        `new_uuid` derives from the instance id, the time and a counter that restarts with each execution; the
+        execution id keeps a `continue_as_new` execution that starts at the same time from reusing the ids of the
+        one before (its turns would be answered from their records instead of run).
+        """
         started = _epoch_ms(self._context.current_utc_datetime)
-        digits = uuid.UUID(self._context.new_uuid()).hex[:_UUID_DIGITS]
+        seed = f"{self._execution}/{self._context.new_uuid()}".encode()
+        digits = hashlib.sha256(seed).hexdigest()[:_DIGEST_DIGITS]
         return f"{started:011x}{ORCHESTRATION_TURN_MARKER}{digits}"
 
 
@@ -142,6 +150,15 @@ def orchestration_agent(
         known = ", ".join(sorted(routes)) or "none"
         raise ValueError(f"Agent '{agent_name}' is not registered with this app. Registered agents: {known}.")
     return OrchestrationAgent(context, route)
+
+
+def _execution_id(context: df.DurableOrchestrationContext) -> str:
+    """The id of the orchestration's current execution, as the host's ExecutionStarted event names it ("" if not)."""
+    for event in context.histories:
+        if event.event_type == HistoryEventType.EXECUTION_STARTED:
+            instance = getattr(event, "OrchestrationInstance", None)
+            return str(instance.get("ExecutionId") or "") if isinstance(instance, dict) else ""
+    return ""
 
 
 def _checked_conversation_id(conversation_id: str) -> str:

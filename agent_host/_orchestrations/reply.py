@@ -91,7 +91,10 @@ class AgentCall:
             value = response.value
         except ValidationError as exc:
             raise StructuredOutputError(
-                _shortened(describe_problems(exc)), model_name=name, response=response, **self._names()
+                _shortened(describe_problems(exc, {"": "its text"})),
+                model_name=name,
+                response=response,
+                **self._names(),
             ) from None
         except ValueError as exc:
             raise StructuredOutputError(

@@ -16,6 +16,7 @@ from conftest import FailingChatClient, ScriptedChatClient
 from pydantic import BaseModel
 
 from agent_host import AgentFunctionApp, AgentTurnError, HostSettings
+from agent_host._clock import SYSTEM_CLOCK, Clock
 
 
 class Verdict(BaseModel):
@@ -40,6 +41,7 @@ def build_orchestration_app(
     editor: ScriptedChatClient | None = None,
     *,
     settings: HostSettings | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> AgentFunctionApp:
     """The app: agents `writer`, `editor` (scripted) and `broken` (every model call fails), and the orchestrators."""
     app = AgentFunctionApp(
@@ -49,6 +51,7 @@ def build_orchestration_app(
             Agent(FailingChatClient(), name="broken"),
         ],
         settings=settings or HostSettings(),
+        clock=clock,
     )
 
     @app.orchestration_trigger(context_name="context")
@@ -106,6 +109,18 @@ def build_orchestration_app(
                 "conversation": session.session_id,
             }
         return "not failed"
+
+    @app.orchestration_trigger(context_name="context")
+    def rounds(context: df.DurableOrchestrationContext):  # type: ignore[no-untyped-def]
+        # A long chain as a loop of short executions: the conversation, not the history, carries what was said.
+        request = context.get_input()
+        writer = app.get_agent(context, "writer")
+        session = writer.create_session(session_id=request.get("conversation"))
+        response = yield writer.run(f"Round {request['left']}.", session=session)
+        if request["left"] > 1:
+            context.continue_as_new({"conversation": session.conversation_id, "left": request["left"] - 1})
+            return None
+        return response.text
 
     @app.orchestration_trigger(context_name="context")
     def uncaught_failure(context: df.DurableOrchestrationContext):  # type: ignore[no-untyped-def]

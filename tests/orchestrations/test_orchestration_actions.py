@@ -28,10 +28,15 @@ def driver(orchestrator: str, orchestration_input: Any = None, **kwargs: Any) ->
     )
 
 
-def first_episode(orchestrator: str, orchestration_input: Any = None, **kwargs: Any) -> list[dict[str, Any]]:
-    """The actions the orchestrator returns when it first runs."""
+def first_episode(
+    orchestrator: str, orchestration_input: Any = None, execution_id: str | None = None, **kwargs: Any
+) -> list[dict[str, Any]]:
+    """The actions the orchestrator returns when it first runs (in the execution `execution_id`, if given)."""
     playing = driver(orchestrator, orchestration_input, **kwargs)
-    started = playing.event(0, Name=orchestrator, Version="", Input=json.dumps(orchestration_input))
+    instance = {"OrchestrationInstance": {"InstanceId": playing.instance_id, "ExecutionId": execution_id}}
+    started = playing.event(
+        0, Name=orchestrator, Version="", Input=json.dumps(orchestration_input), **(instance if execution_id else {})
+    )
     return flat_actions(playing.episode([started]))
 
 
@@ -78,6 +83,17 @@ def test_another_orchestration_instance_gets_its_own_conversation_and_turn_ids()
 
     assert one["instanceId"] != two["instanceId"]
     assert json.loads(one["input"])["turnId"] != json.loads(two["input"])["turnId"]
+
+
+def test_an_execution_continued_as_new_at_the_same_time_gets_other_turn_ids() -> None:
+    # Same instance, same time, same input: only the execution id tells a continue_as_new execution from the last.
+    request = {"conversation": "c1", "message": "Again."}
+    (first,) = first_episode("join", request, execution_id="execution-1")
+    (again,) = first_episode("join", request, execution_id="execution-1")
+    (second,) = first_episode("join", request, execution_id="execution-2")
+
+    assert json.loads(first["input"])["turnId"] == json.loads(again["input"])["turnId"]
+    assert json.loads(first["input"])["turnId"] != json.loads(second["input"])["turnId"]
 
 
 def test_create_session_with_an_id_joins_that_conversation() -> None:
