@@ -455,15 +455,26 @@ def _compat_input(req: func.HttpRequest, max_bytes: int) -> Any:
 
 
 def _flag(req: func.HttpRequest, query_name: str, header: str) -> bool:
-    value = req.headers.get(header) or req.params.get(query_name)
+    """The published host's boolean switch: its header when that reads as a boolean, else its query parameter."""
+    from_header = _boolean(req.headers.get(header))
+    if from_header is not None:
+        return from_header
+    value = req.params.get(query_name)
     if value is None:
         return False
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes"):
+    parsed = _boolean(value)
+    if parsed is None:
+        raise InvalidRequestError(f"'{query_name}' must be a boolean value.", code="invalid_query")
+    return parsed
+
+
+def _boolean(value: str | None) -> bool | None:
+    lowered = (value or "").strip().lower()
+    if lowered in ("true", "1", "yes", "y", "on"):
         return True
-    if lowered in ("false", "0", "no"):
+    if lowered in ("false", "0", "no", "n", "off"):
         return False
-    raise InvalidRequestError(f"'{query_name}' must be a boolean value.", code="invalid_query")
+    return None
 
 
 def _compat_timeout(req: func.HttpRequest) -> float:
