@@ -84,6 +84,7 @@ def user_and_last_assistant(messages: list[Message]) -> list[Message]:
 
 
 def sequential(models: Models) -> Workflow:
+    """writer -> editor -> reviewer, each taking the whole conversation."""
     writer = AgentExecutor(models.agent("writer"), id="writer")
     editor = AgentExecutor(models.agent("editor"), id="editor")
     reviewer = AgentExecutor(models.agent("reviewer"), id="reviewer")
@@ -91,7 +92,10 @@ def sequential(models: Models) -> Workflow:
 
 
 def context_mode(mode: str) -> Callable[[Models], Workflow]:
+    """A builder of the writer-editor-reviewer chain whose reviewer uses `mode`."""
+
     def build(models: Models) -> Workflow:
+        """writer -> editor -> reviewer, the reviewer with `mode`."""
         writer = AgentExecutor(models.agent("writer"), id="writer")
         editor = AgentExecutor(models.agent("editor"), id="editor")
         kwargs: dict[str, Any] = {"context_mode": mode}
@@ -104,6 +108,7 @@ def context_mode(mode: str) -> Callable[[Models], Workflow]:
 
 
 def fan_out_fan_in(models: Models) -> Workflow:
+    """writer fans out to optimist (full) and skeptic (last_agent); a collector fans in and a judge reads it."""
     writer = AgentExecutor(models.agent("writer"), id="writer")
     optimist = AgentExecutor(models.agent("optimist"), id="optimist")
     skeptic = AgentExecutor(models.agent("skeptic"), id="skeptic", context_mode="last_agent")
@@ -119,6 +124,7 @@ def fan_out_fan_in(models: Models) -> Workflow:
 
 
 def switch_case(models: Models) -> Workflow:
+    """triage routes to urgent or routine by what it answered."""
     triage = AgentExecutor(models.agent("triage"), id="triage")
     urgent = AgentExecutor(models.agent("urgent"), id="urgent")
     routine = AgentExecutor(models.agent("routine"), id="routine")
@@ -134,6 +140,7 @@ def switch_case(models: Models) -> Workflow:
 
 
 def tools(models: Models) -> Workflow:
+    """A forecaster calls a tool; an executor rewrites its reply with `with_text`; a planner reads it all."""
     forecaster = AgentExecutor(models.agent("forecaster", tools=[get_weather]), id="forecaster")
     upper = Upper(id="upper")
     planner = AgentExecutor(models.agent("planner"), id="planner")
@@ -141,6 +148,7 @@ def tools(models: Models) -> Workflow:
 
 
 def sub_workflow(models: Models) -> Workflow:
+    """relay -> a drafter/polisher sub-workflow -> summarizer."""
     drafter = AgentExecutor(models.agent("drafter"), id="drafter")
     polisher = AgentExecutor(models.agent("polisher"), id="polisher", context_mode="last_agent")
     finish = Finish(id="finish")
@@ -161,6 +169,7 @@ def sub_workflow(models: Models) -> Workflow:
 
 
 def acyclic_custom(models: Models) -> Workflow:
+    """planner fans out to critic (custom filter) and helper (full); a collector fans in."""
     planner = AgentExecutor(models.agent("planner"), id="planner")
     critic = AgentExecutor(
         models.agent("critic"), id="critic", context_mode="custom", context_filter=user_and_last_assistant
