@@ -11,6 +11,9 @@ from ._errors import (
     InvalidRequestError,
     MessageTooLargeError,
     MethodNotAllowedError,
+    RequestAnsweredError,
+    RequestNotFoundError,
+    RunNotFoundError,
     StateCapacityExceededError,
     StateCorruptError,
     StateVersionError,
@@ -20,11 +23,13 @@ from ._errors import (
     TurnNotFoundError,
     UnknownApprovalError,
     UnsupportedMediaTypeError,
+    WorkflowNotFoundError,
 )
 from ._offline import OfflineChatClient
 from ._orchestrations.errors import AgentTurnError, StructuredOutputError
 from ._retention_settings import RetentionSettings
 from ._settings import HostSettings, chat_client_from_settings
+from ._workflows.registration import WorkflowRetryPolicy
 
 __all__ = [
     "AgentFunctionApp",
@@ -40,7 +45,10 @@ __all__ = [
     "MessageTooLargeError",
     "MethodNotAllowedError",
     "OfflineChatClient",
+    "RequestAnsweredError",
+    "RequestNotFoundError",
     "RetentionSettings",
+    "RunNotFoundError",
     "StateCapacityExceededError",
     "StateCorruptError",
     "StateVersionError",
@@ -52,5 +60,7 @@ __all__ = [
     "TurnNotFoundError",
     "UnknownApprovalError",
     "UnsupportedMediaTypeError",
+    "WorkflowNotFoundError",
+    "WorkflowRetryPolicy",
     "chat_client_from_settings",
 ]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import azure.durable_functions as df
 import azure.functions as func
-from agent_framework import SupportsAgentRun
+from agent_framework import SupportsAgentRun, Workflow
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._contract import AgentRoute
@@ -18,10 +18,13 @@ from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._http.routes import Routes
+from ._http.workflow_routes import WorkflowRoutes
 from ._mcp import McpTool, McpToolRegistry, agent_tool, require_result_schema_support, run_agent_tool
 from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
 from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
+from ._workflows.functions import WorkflowFunctions
+from ._workflows.registration import WorkflowRetryPolicy
 
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 CONVERSATION_ROUTE = "agents/{agent}/conversations/{conversationId}"
@@ -54,9 +57,11 @@ class AgentFunctionApp(df.DFApp):
         clock: Where wall-clock time comes from (records, TTLs, turn ids); the system clock by default.
         enable_mcp_tool_trigger: Expose every agent as an MCP tool (the Functions MCP extension's
             `mcpToolTrigger`); `add_agent(enable_mcp_tool_trigger=...)` decides per agent. See docs/mcp.md.
+        workflows: Agent Framework workflows to host, each under `/api/workflows/{Workflow.name}/...` (see
+            `add_workflow`).
 
     Raises:
-        ValueError: an agent has no name, an invalid one, or one already registered.
+        ValueError: an agent has no name, an invalid one, or one already registered; a workflow cannot be hosted.
     """
 
     def __init__(
@@ -68,6 +73,7 @@ class AgentFunctionApp(df.DFApp):
         state_types: Sequence[type] = (),
         clock: Clock = SYSTEM_CLOCK,
         enable_mcp_tool_trigger: bool = False,
+        workflows: Sequence[Workflow] = (),
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
         self.clock = clock
@@ -78,8 +84,12 @@ class AgentFunctionApp(df.DFApp):
         self._agent_routes: dict[str, AgentRoute] = {}
         self._entities: dict[str, ConversationEntity] = {}
         self._register_routes(Routes(self._agent_routes, self.settings, clock))
+        self._workflows = WorkflowFunctions(self, self._node_entity, self.settings.run_timeout_seconds)
+        self._register_workflow_routes(WorkflowRoutes(self._workflows.routes, self.settings))
         for agent in agents:
             self.add_agent(agent)
+        for workflow in workflows:
+            self.add_workflow(workflow)
 
     @property
     def agents(self) -> dict[str, SupportsAgentRun]:
@@ -160,6 +170,32 @@ class AgentFunctionApp(df.DFApp):
         """
         return orchestration_agent(context, self._agent_routes, agent_name)
 
+    def add_workflow(self, workflow: Workflow, *, retry: WorkflowRetryPolicy | None = None) -> None:
+        """Host a workflow as built (nothing in it changes), under `/api/workflows/{workflow.name}/runs`.
+
+        Args:
+            workflow: A core `Workflow`; its agent nodes take their turns on conversation entities.
+            retry: Retries of a failed executor activity or agent turn, with a durable backoff.
+
+        Raises:
+            ValueError: the name is invalid or taken, or the workflow uses a feature a replayed orchestration
+                cannot run (the message names it).
+        """
+        self._workflows.add(workflow, retry)
+
+    def _node_entity(self, entity_name: str, agent: SupportsAgentRun) -> ConversationEntity:
+        """The conversation entity of a workflow's agent node: named for the node, so sessions keep nodes apart."""
+        return ConversationEntity(
+            entity_name,
+            agent,
+            plan=plan_history(agent),
+            retention=self.settings.retention,
+            max_turn_records=self.settings.max_turn_records,
+            turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
+            run_timeout_seconds=self.settings.run_timeout_seconds,
+            clock=self.clock,
+        )
+
     def _register_entity(self, entity_name: str, entity: ConversationEntity) -> None:
         def conversation_entity(context: df.DurableEntityContext) -> None:
             entity(context)
@@ -224,3 +260,43 @@ class AgentFunctionApp(df.DFApp):
         @self.durable_client_input(client_name="client")
         async def agent_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
             return await routes.run(req, client)
+
+    def _register_workflow_routes(self, routes: WorkflowRoutes) -> None:
+        runs = "workflows/{workflow}/runs"
+        published = "workflow/{workflow}"
+
+        @self.function_name("api_workflow_runs")
+        @self.route(route=runs, methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def workflow_runs(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.runs(req, client)
+
+        @self.function_name("api_workflow_run")
+        @self.route(route=f"{runs}/{{runId}}", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def workflow_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.run(req, client)
+
+        @self.function_name("api_workflow_response")
+        @self.route(route=f"{runs}/{{runId}}/responses/{{requestId}}", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def workflow_response(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.response(req, client)
+
+        @self.function_name("api_workflow_published_run")
+        @self.route(route=f"{published}/run", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def published_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.compat_run(req, client)
+
+        @self.function_name("api_workflow_published_status")
+        @self.route(route=f"{published}/status/{{instanceId}}", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def published_status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.compat_status(req, client)
+
+        @self.function_name("api_workflow_published_respond")
+        @self.route(route=f"{published}/respond/{{instanceId}}/{{requestId}}", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def published_respond(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.compat_respond(req, client)

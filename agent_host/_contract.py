@@ -246,6 +246,15 @@ class RunOperation(BaseModel):
     reply: StrictBool = False
     # Options for this run's `agent.run(options=...)`, as JSON: a structured-output schema, a temperature.
     options: dict[str, Any] | None = None
+    # Whole input messages (core's `Message.to_dict()` form) in place of `message`: a workflow's agent node receives
+    # the upstream conversation with its roles, tool calls, non-text content and ids (docs/workflows.md, L3-2).
+    messages: list[dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind_of_input(self) -> Self:
+        if self.messages is not None and self.message is not None:
+            raise ValueError("send either message (text) or messages (whole messages), not both")
+        return self
 
     @field_validator("options")
     @classmethod

@@ -6,8 +6,12 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── AgentNotFoundError             404  no agent of that name is registered
  ├── ConversationNotFoundError      404  the conversation has never run a turn (or was deleted)
  ├── TurnNotFoundError              404  the turn id was never seen in this conversation
+ ├── WorkflowNotFoundError          404  no workflow of that name is hosted
+ ├── RunNotFoundError               404  the workflow has no run of that id
+ ├── RequestNotFoundError           404  the run is not waiting for a request of that id
  ├── MethodNotAllowedError          405  the route exists but not for that method
  ├── IdempotencyConflictError       409  an Idempotency-Key was reused with a different body
+ ├── RequestAnsweredError           409  the run's request was already answered
  ├── TurnExpiredError               410  the turn ran, but its result is no longer kept
  ├── MessageTooLargeError           413  the message or body is over the configured size limit
  ├── UnsupportedMediaTypeError      415  the body is neither JSON nor plain text
@@ -99,6 +103,10 @@ class InvalidRequestError(AgentHostError):
         "too_many_approvals",
         "conflicting_session_id",
         "unknown_operation",
+        "invalid_workflow_run",
+        "invalid_workflow_input",
+        "invalid_run_id",
+        "invalid_response",
     )
     status = 400
 
@@ -148,6 +156,51 @@ class TurnNotFoundError(AgentHostError):
         super().__init__(f"Turn '{turn_id}' is unknown in conversation '{conversation_id}'.")
 
 
+class WorkflowNotFoundError(AgentHostError):
+    """No workflow of that name is hosted by this app."""
+
+    codes = ("workflow_not_found",)
+    status = 404
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"No workflow named '{name}' is hosted here (hosted: {', '.join(known) or 'none'}).")
+
+
+class RunNotFoundError(AgentHostError):
+    """The workflow has no run of that id (it never started, or it belongs to another workflow)."""
+
+    codes = ("run_not_found",)
+    status = 404
+
+    def __init__(self, workflow: str, run_id: str) -> None:
+        super().__init__(
+            f"Workflow '{workflow}' has no run '{run_id}'. Start one with POST /api/workflows/{workflow}/runs."
+        )
+
+
+class RequestNotFoundError(AgentHostError):
+    """The run is not waiting for a request of that id."""
+
+    codes = ("request_not_found",)
+    status = 404
+
+    def __init__(self, run_id: str, request_id: str, pending: list[str]) -> None:
+        super().__init__(
+            f"Run '{run_id}' is not waiting for request '{request_id}' (pending: {', '.join(pending) or 'none'}). "
+            "GET the run to see its pendingRequests."
+        )
+
+
+class RequestAnsweredError(AgentHostError):
+    """The run's request was already answered; a request takes one response."""
+
+    codes = ("request_already_answered",)
+    status = 409
+
+    def __init__(self, run_id: str, request_id: str) -> None:
+        super().__init__(f"Request '{request_id}' of run '{run_id}' was already answered; it takes one response.")
+
+
 class MethodNotAllowedError(AgentHostError):
     """The route exists but does not accept this HTTP method; `Allow` lists the ones it does."""
 
@@ -165,9 +218,10 @@ class IdempotencyConflictError(AgentHostError):
     codes = ("idempotency_key_reused",)
     status = 409
 
-    def __init__(self, key: str, original_turn_id: str) -> None:
+    def __init__(self, key: str, original_turn_id: str = "", *, original_run_id: str | None = None) -> None:
+        original = f"workflow run '{original_run_id}'" if original_run_id is not None else f"turn '{original_turn_id}'"
         super().__init__(
-            f"Idempotency-Key {key!r} was already used for turn '{original_turn_id}' with a different request. "
+            f"Idempotency-Key {key!r} was already used for {original} with a different request. "
             "Use a new key for a new request."
         )
 

@@ -243,12 +243,10 @@ class ConversationEntity:
     ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = [answer.model_dump() for answer in request.approvals]
-        contents: list[Any] = answer_contents(pending, answers)
-        if request.message:
-            contents.append(request.message)
-        message = Message("user", contents, message_id=f"{request.turn_id}.in")
-        incoming = message_to_record(message, self.clock.now_ms(), state[AGENT_KEY])
-        state = make_room_for_turn(state, incoming, self._receipts(None), stored_bytes)
+        inputs = _turn_inputs(request, answer_contents(pending, answers))
+        received = self.clock.now_ms()
+        incoming = [message_to_record(message, received, state[AGENT_KEY]) for message in inputs]
+        state = make_room_for_turn(state, {MESSAGES_KEY: incoming}, self._receipts(None), stored_bytes)
 
         agent = self._agent_copy()
         session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get(SESSION_KEY))
@@ -258,7 +256,7 @@ class ConversationEntity:
             history = CONVERSATION_CACHE.history_for(stored, state[AGENT_KEY])
             session.state[durable.source_id] = {BUFFER_KEY: history.messages}
         options = {"options": dict(request.options)} if request.options else {}
-        response = AGENT_LOOP.run(agent.run(message, session=session, **options), timeout=self.run_timeout_seconds)
+        response = AGENT_LOOP.run(agent.run(inputs, session=session, **options), timeout=self.run_timeout_seconds)
         state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
         if not state[PENDING_APPROVALS_KEY]:
             state.pop(PENDING_APPROVALS_KEY)
@@ -343,6 +341,15 @@ class ConversationEntity:
         if isinstance(getattr(agent, "default_options", None), dict):
             agent.default_options = dict(agent.default_options)  # type: ignore[attr-defined]
         return agent
+
+
+def _turn_inputs(request: RunOperation, answers: list[Any]) -> list[Message]:
+    """The turn's input messages: approval answers and text as one user message, then any whole messages sent."""
+    contents = [*answers, request.message] if request.message else answers
+    head = (
+        [Message("user", contents, message_id=f"{request.turn_id}.in")] if contents or request.messages is None else []
+    )
+    return [*head, *(Message.from_dict(record) for record in request.messages or ())]
 
 
 def _removed_turns(state: StoredState) -> list[str]:

@@ -38,6 +38,12 @@ def test_each_agent_gets_one_entity_and_the_routes_are_shared() -> None:
         "api_run",
         "api_turn",
         "api_turns",
+        "api_workflow_published_respond",
+        "api_workflow_published_run",
+        "api_workflow_published_status",
+        "api_workflow_response",
+        "api_workflow_run",
+        "api_workflow_runs",
         "conversation_alpha",
         "conversation_beta",
     ]

@@ -54,12 +54,20 @@ EXPECTED_STATUS = {
     "too_many_approvals": 400,
     "conflicting_session_id": 400,
     "unknown_operation": 400,
+    "invalid_workflow_run": 400,
+    "invalid_workflow_input": 400,
+    "invalid_run_id": 400,
+    "invalid_response": 400,
     "unknown_approval": 400,
     "agent_not_found": 404,
     "conversation_not_found": 404,
     "turn_not_found": 404,
+    "workflow_not_found": 404,
+    "run_not_found": 404,
+    "request_not_found": 404,
     "method_not_allowed": 405,
     "idempotency_key_reused": 409,
+    "request_already_answered": 409,
     "turn_expired": 410,
     "message_too_large": 413,
     "unsupported_media_type": 415,
@@ -157,7 +165,9 @@ def test_a_refused_code_message_lists_the_declared_ones() -> None:
         InvalidRequestError("message", code="turn_expired")
 
     assert "invalid_body, invalid_json, invalid_encoding, missing_message" in str(caught.value)
-    assert str(caught.value).endswith("conflicting_session_id, unknown_operation.")
+    assert str(caught.value).endswith(
+        "unknown_operation, invalid_workflow_run, invalid_workflow_input, invalid_run_id, invalid_response."
+    )
 
 
 def test_a_subclass_code_is_not_open_to_its_parent() -> None:

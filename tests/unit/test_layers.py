@@ -28,6 +28,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agent_host._telemetry",
             "agent_host._offline",
             "agent_host._streaming.channel",
+            # What a workflow run and the HTTP side both speak: the run's contract, its codec and message identity.
+            "agent_host._workflows.contract",
+            "agent_host._workflows.codec",
+            "agent_host._workflows.projection",
         ),
     ),
     ("state", ("agent_host._conversation.state",)),
@@ -36,6 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("http", ("agent_host._http",)),
     ("orchestration", ("agent_host._orchestrations",)),
     ("mcp", ("agent_host._mcp",)),
+    ("workflows", ("agent_host._workflows",)),
     ("host", ("agent_host._local_host", "agent_host._app", "agent_host.__main__", "agent_host")),
 ]
 # What a layer must not import even though it is lower: the trigger side (HTTP routes, MCP tools) knows the contract

@@ -41,7 +41,10 @@ def test_public_api_is_exactly_this() -> None:
         "MessageTooLargeError",
         "MethodNotAllowedError",
         "OfflineChatClient",
+        "RequestAnsweredError",
+        "RequestNotFoundError",
         "RetentionSettings",
+        "RunNotFoundError",
         "StateCapacityExceededError",
         "StateCorruptError",
         "StateVersionError",
@@ -53,5 +56,7 @@ def test_public_api_is_exactly_this() -> None:
         "TurnNotFoundError",
         "UnknownApprovalError",
         "UnsupportedMediaTypeError",
+        "WorkflowNotFoundError",
+        "WorkflowRetryPolicy",
         "chat_client_from_settings",
     ]
