@@ -144,13 +144,16 @@ class TurnRequest(WireModel):
     }
     shape = (
         '{"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
-        '"timeoutSeconds": number}'
+        '"timeoutSeconds": number, "stream": boolean}'
     )
 
     message: StrictStr | None = None
     approvals: list[ApprovalAnswer] | None = Field(default=None, max_length=MAX_APPROVALS_PER_TURN)
     wait: StrictBool = True
     timeout_seconds: StrictInt | StrictFloat | None = None
+    # Run the turn streaming so its stream can be watched (`GET .../turns/{turnId}/stream`) while it runs;
+    # `Accept: text/event-stream` implies it.
+    stream: StrictBool = False
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
 
@@ -181,6 +184,7 @@ class TurnQuery(WireModel):
 
     wait: bool = True
     timeout_seconds: float | None = None
+    stream: bool = False
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
 
@@ -234,6 +238,8 @@ class RunOperation(BaseModel):
     approvals: list[ApprovalAnswer] = Field(default_factory=list)
     idempotency_key: str | None = None
     request_hash: str | None = None
+    # Run the agent streaming and write the turn's stream (agent_host/_streaming); the stored outcome is the same.
+    stream: bool = False
 
 
 class ChangeOperation(BaseModel):

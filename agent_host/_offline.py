@@ -2,11 +2,13 @@
 
 It remembers facts stated as "my X is Y" (and "I am Y"), answers "what is my X?" from the messages it receives,
 calls one of the agent's tools when the user names it, and answers core's summarization requests with the facts
-it finds, so memory, tool calls and compaction can be shown without a model.
+it finds, so memory, tool calls and compaction can be shown without a model. Streamed, it answers word by word at
+a steady pace, so streaming can be shown too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -26,6 +28,9 @@ _TRANSCRIPT_LINE = re.compile(r"^\d+\. \[(\w+)\] (.*)$")
 _CALLED = re.compile(r"\bfunction_call (\w+)\(")
 _TOOLS_USED = re.compile(r"The assistant used (\w+(?:, \w+)*)\.")
 _ARGUMENT = re.compile(r"(\w+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s,)]+)")
+# Between a run of whitespace and the word after it: the pieces of a streamed reply are words with their spaces.
+_WORD_START = re.compile(r"(?<=\s)(?=\S)")
+DEFAULT_WORD_DELAY_SECONDS = 0.03
 
 
 class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], BaseChatClient[Any]):
@@ -35,9 +40,19 @@ class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], 
     after "My name is Ada." a later "What is my name?" is answered with "Ada" only if that earlier
     message was sent again. Naming one of the agent's tools ("use get_weather city=Paris") makes it call
     that tool; arguments come from `key=value` pairs, or the rest of the sentence for a one-parameter tool.
+
+    Args:
+        word_delay_seconds: The pause after each word of a streamed reply (a non-streamed reply has none).
+        kwargs: Passed to core's chat client layers (middleware, function invocation configuration).
     """
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "agent_host.offline"
+
+    def __init__(self, *, word_delay_seconds: float = DEFAULT_WORD_DELAY_SECONDS, **kwargs: Any) -> None:
+        if word_delay_seconds < 0:
+            raise ValueError(f"word_delay_seconds must be 0 or more, got {word_delay_seconds}")
+        super().__init__(**kwargs)
+        self.word_delay_seconds = word_delay_seconds
 
     async def _inner_get_response(  # type: ignore[override]
         self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
@@ -48,7 +63,17 @@ class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], 
             return response
 
         async def _updates() -> Any:
-            yield ChatResponseUpdate(role="assistant", contents=list(reply.contents), message_id=reply.message_id)
+            for content in reply.contents:
+                if content.type != "text" or not content.text:
+                    yield ChatResponseUpdate(role="assistant", contents=[content], message_id=reply.message_id)
+                    continue
+                for word in _WORD_START.split(content.text):
+                    yield ChatResponseUpdate(
+                        role="assistant", contents=[Content.from_text(word)], message_id=reply.message_id
+                    )
+                    await asyncio.sleep(self.word_delay_seconds)
+            # Usage comes last, as streaming services send it, so a streamed turn records what a waited one does.
+            yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(response.usage_details or {})])
 
         return ResponseStream(_updates(), finalizer=lambda updates: response)
 

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agent_host._event_loop",
             "agent_host._telemetry",
             "agent_host._offline",
-            "agent_host._streaming.channel",
+            "agent_host._streaming",
         ),
     ),
     ("state", ("agent_host._conversation.state",)),
