@@ -24,11 +24,15 @@ from ._errors import (
 from ._offline import OfflineChatClient
 from ._retention_settings import RetentionSettings
 from ._settings import HostSettings, chat_client_from_settings
+from ._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
+from ._streaming.channel import StreamEvent, TurnStreamStore
 
 __all__ = [
+    "AgentCallbackContext",
     "AgentFunctionApp",
     "AgentHostError",
     "AgentNotFoundError",
+    "AgentResponseCallbackProtocol",
     "Clock",
     "ConversationNotFoundError",
     "DurableHistoryProvider",
@@ -43,10 +47,12 @@ __all__ = [
     "StateCorruptError",
     "StateVersionError",
     "StorageUnavailableError",
+    "StreamEvent",
     "SystemClock",
     "TurnExpiredError",
     "TurnFailedError",
     "TurnNotFoundError",
+    "TurnStreamStore",
     "UnknownApprovalError",
     "UnsupportedMediaTypeError",
     "chat_client_from_settings",

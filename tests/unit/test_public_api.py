@@ -28,9 +28,11 @@ def test_every_error_a_caller_can_meet_is_exported() -> None:
 
 def test_public_api_is_exactly_this() -> None:
     assert sorted(agent_host.__all__) == [
+        "AgentCallbackContext",
         "AgentFunctionApp",
         "AgentHostError",
         "AgentNotFoundError",
+        "AgentResponseCallbackProtocol",
         "Clock",
         "ConversationNotFoundError",
         "DurableHistoryProvider",
@@ -45,10 +47,12 @@ def test_public_api_is_exactly_this() -> None:
         "StateCorruptError",
         "StateVersionError",
         "StorageUnavailableError",
+        "StreamEvent",
         "SystemClock",
         "TurnExpiredError",
         "TurnFailedError",
         "TurnNotFoundError",
+        "TurnStreamStore",
         "UnknownApprovalError",
         "UnsupportedMediaTypeError",
         "chat_client_from_settings",
