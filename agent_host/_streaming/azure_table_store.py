@@ -34,8 +34,13 @@ REMEMBERED_STREAMS = 1024
 APPEND_ATTEMPTS = 4
 """Tries of one append when the meta row keeps changing under it (another writer, a delete)."""
 DELETE_CONCURRENCY = 8
-CLIENT_OPTIONS: dict[str, Any] = {"connection_timeout": 5, "read_timeout": 15, "retry_total": 3}
-"""A stream is a live view: fail in seconds rather than retry for minutes (the SDK's defaults)."""
+CLIENT_OPTIONS: dict[str, Any] = {
+    "connection_timeout": 5,
+    "read_timeout": 15,
+    "retry_total": 2,
+    "retry_backoff_factor": 0.2,
+}
+"""A stream is a live view: two quick retries, then fail, rather than the SDK's ten retries over minutes."""
 # Plain strings: the SDK's error_code is a str, and TableErrorCode members do not hash like their values.
 _STALE_VIEW_CODES = frozenset(
     code.value
@@ -45,6 +50,10 @@ _STALE_VIEW_CODES = frozenset(
         TableErrorCode.RESOURCE_NOT_FOUND,
     )
 )
+
+
+class _TableMissingError(Exception):
+    """The table does not exist (not created yet by this store, or deleted since)."""
 
 
 class _StaleViewError(Exception):
@@ -147,9 +156,13 @@ class AzureTableStreamStore:
     async def _append(self, partition: str, events: Sequence[StreamEvent]) -> None:
         known = self._known.pop(partition, None)
         for _ in range(APPEND_ATTEMPTS):
+            remembered = known is not None
             if known is None:
                 known = await self._read_meta(partition)
             fresh = [event for event in events if event.id > known.last_id]
+            if not fresh and remembered:
+                known = None  # only a write checks what the store remembers: read before skipping everything
+                continue
             if not fresh:
                 self._remember(partition, known)
                 return
@@ -193,11 +206,17 @@ class AzureTableStreamStore:
         if not self._table_ready:
             await self._create_table()
         try:
+            return await self._submit_once(operations)
+        except _TableMissingError:
+            await self._create_table()
+            return await self._submit_once(operations)
+
+    async def _submit_once(self, operations: list[tuple[Any, ...]]) -> list[Any]:
+        try:
             return list(await self._table().submit_transaction(operations))
         except TableTransactionError as exc:
             if exc.error_code == TableErrorCode.TABLE_NOT_FOUND.value:
-                await self._create_table()
-                return list(await self._table().submit_transaction(operations))
+                raise _TableMissingError from exc
             if exc.error_code in _STALE_VIEW_CODES:
                 raise _StaleViewError from exc
             raise

@@ -55,8 +55,8 @@ class HostStorageConnection:
             fields = _connection_string_fields(self.connection_string)
             if fields.get("usedevelopmentstorage", "").lower() == "true":
                 return "Azurite (UseDevelopmentStorage=true)"
-            endpoint = fields.get("tableendpoint") or fields.get("accountname", "an unnamed account")
-            return f"{endpoint} (connection string)"
+            where = fields.get("tableendpoint") or f"account {fields.get('accountname', '(unnamed)')}"
+            return f"{where} (connection string)"
         who = "managed identity" if self.managed_identity else "DefaultAzureCredential"
         if self.client_id:
             who += f" {self.client_id}"
