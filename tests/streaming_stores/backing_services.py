@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
 import socket
@@ -131,22 +130,10 @@ def running_redis() -> Iterator[str]:
     data_dir = re.search(r"^data: (\S+)", done.stderr, flags=re.MULTILINE)
     if url is None or data_dir is None:
         raise RuntimeError(f"{START_REDIS.name} printed no REDIS_URL and data folder:\n{done.stdout}\n{done.stderr}")
-    pid = int((Path(data_dir.group(1)) / "redis.pid").read_text().strip())
     try:
         yield url.group(1)
     finally:
-        # SHUTDOWN NOSAVE: the script runs Redis with an append-only file, which a plain SIGTERM would flush first.
+        # SHUTDOWN returns once Redis has closed its files (its append-only file is synced, its pid file removed).
         with contextlib.suppress(redis.RedisError), redis.Redis.from_url(url.group(1)) as client:
             client.shutdown(nosave=True)
-        _wait_until_gone(pid)
         shutil.rmtree(data_dir.group(1), ignore_errors=True)
-
-
-def _wait_until_gone(pid: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)

@@ -107,6 +107,17 @@ def test_a_store_whose_memory_is_stale_reads_the_stream_again(stores: list[Azure
     assert asyncio.run(first.last_id("a/c/t")) == 6
 
 
+def test_a_stale_store_cannot_move_the_last_id_back(stores: list[AzureTableStreamStore]) -> None:
+    first, second = stores
+    asyncio.run(first.append("a/c/t", deltas(1, 4)))  # first remembers last id 4
+
+    asyncio.run(second.append("a/c/t", deltas(7, 8)))  # the stream's last id is now 8
+    asyncio.run(first.append("a/c/t", deltas(5, 6)))  # below the last id: skipped, as every store skips it
+
+    assert [event.id for event in asyncio.run(second.read("a/c/t"))] == [1, 2, 3, 4, 7, 8]
+    assert asyncio.run(second.last_id("a/c/t")) == 8
+
+
 def test_a_stream_deleted_by_another_instance_is_written_again(stores: list[AzureTableStreamStore]) -> None:
     first, second = stores
     asyncio.run(first.append("a/c/t", deltas(1, 3, "old")))
