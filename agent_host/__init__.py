@@ -26,6 +26,7 @@ from ._retention_settings import RetentionSettings
 from ._settings import HostSettings, chat_client_from_settings
 from ._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from ._streaming.channel import StreamEvent, TurnStreamStore
+from ._streaming.store_errors import StreamStoreNotConfiguredError, StreamStoreUnavailableError
 
 __all__ = [
     "AgentCallbackContext",
@@ -48,6 +49,8 @@ __all__ = [
     "StateVersionError",
     "StorageUnavailableError",
     "StreamEvent",
+    "StreamStoreNotConfiguredError",
+    "StreamStoreUnavailableError",
     "SystemClock",
     "TurnExpiredError",
     "TurnFailedError",

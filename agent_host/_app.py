@@ -25,6 +25,7 @@ from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
 from ._streaming.callbacks import AgentResponseCallbackProtocol
 from ._streaming.channel import TurnStreamStore
+from ._streaming.selection import stream_store_from_settings
 from ._streaming.store_source import StreamStoreSource
 
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
@@ -88,7 +89,9 @@ class AgentFunctionApp(df.DFApp):
         self.http_streams = http_streams
         self.default_callback = default_callback
         self._http_functions = _function_shape(http_streams)
-        self._stream_store = StreamStoreSource(stream_store)
+        # Streams live about as long as the receipts they are deleted with (a Redis stream expires after this).
+        ttl = self.settings.turn_record_ttl_seconds
+        self._stream_store = StreamStoreSource(stream_store, lambda: stream_store_from_settings(ttl_seconds=ttl))
         self._agent_routes: dict[str, AgentRoute] = {}
         self._entities: dict[str, ConversationEntity] = {}
         self._register_routes(Routes(self._agent_routes, self.settings, clock, self._stream_store))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._conversation.state import AGENT_KEY, DELETED_KEY, StoredState, is_deleted
@@ -23,17 +23,18 @@ from .._errors import AgentHostError, ConversationNotFoundError, TurnExpiredErro
 from .._records import record_to_message
 from .._streaming.channel import TURN_COMPLETED, TURN_FAILED, TURN_STARTED, StreamEvent, TurnStreamStore, stream_key
 from .._streaming.events import EventDraft, answer_events, started_event
+from .._streaming.waiting import wait_for_events
 from .durable_client import ConversationClient
 from .event_stream import KEEP_ALIVE, encode_error, encode_event
 from .rendering import render_turn
 
 logger = logging.getLogger("agent_host.http")
 
-# The store is polled often while a turn runs (text arrives every few tens of ms); the conversation, a read of
-# the whole state, only as often as the durable client's wait polls it.
-STORE_FIRST_POLL_SECONDS = 0.005
-STORE_MAX_POLL_SECONDS = 0.04
+# A reader waits on the store (woken by an append where the store can, polling where it cannot) and reads the
+# conversation, a read of the whole state, only as often as the durable client's wait polls it.
 STATE_FIRST_POLL_SECONDS = 0.02
+# Past the writer's coalescing interval (50 ms): while text is coming, the conversation is not read at all.
+QUIET_BEFORE_STATE_SECONDS = 0.06
 STATE_MAX_POLL_SECONDS = 0.25
 POLL_GROWTH = 1.5
 KEEP_ALIVE_SECONDS = 15.0
@@ -72,6 +73,7 @@ class TurnStreamReader:
     turn_id: str
     may_be_pending: Callable[[StoredState], bool]
     deadline_seconds: float
+    _warned: bool = field(default=False, init=False)
 
     async def sse(self, after: int) -> AsyncIterator[bytes]:
         """The stream after event `after` as SSE; an error that stops it is its last event."""
@@ -90,18 +92,20 @@ class TurnStreamReader:
             StorageUnavailableError, StateCorruptError: the conversation could not be read.
         """
         loop = asyncio.get_running_loop()
-        started = last_sent = loop.time()
+        started = last_sent = next_state_read = loop.time()
         stream = stream_key(self.entity_name, self.conversation_id, self.turn_id)
         cursor = after
-        store_wait, state_wait = STORE_FIRST_POLL_SECONDS, STATE_FIRST_POLL_SECONDS
-        next_state_read = started
+        state_wait = STATE_FIRST_POLL_SECONDS
         while True:
-            events = await self._read(stream, cursor, READ_PAGE)
+            # Wait for the stream to grow until the conversation is due to be read again.
+            events = await self._wait(stream, cursor, next_state_read - loop.time())
             if events:
                 for event in current_attempt(events):
                     yield event
                 cursor, last_sent = events[-1].id, loop.time()
-                store_wait = STORE_FIRST_POLL_SECONDS
+                # A stream still growing is not finished: read the conversation only once it has been quiet.
+                next_state_read = max(next_state_read, last_sent + QUIET_BEFORE_STATE_SECONDS)
+                state_wait = STATE_FIRST_POLL_SECONDS
                 continue
             now = loop.time()
             if now >= next_state_read:
@@ -110,15 +114,13 @@ class TurnStreamReader:
                     async for event in self._finish(finished, stream, cursor, after):
                         yield event
                     return
-                next_state_read = now + state_wait
+                next_state_read = loop.time() + state_wait
                 state_wait = min(state_wait * POLL_GROWTH, STATE_MAX_POLL_SECONDS)
             if now - started > self.deadline_seconds:
                 return
             if now - last_sent >= KEEP_ALIVE_SECONDS:
                 yield None
                 last_sent = now
-            await asyncio.sleep(store_wait)
-            store_wait = min(store_wait * POLL_GROWTH, STORE_MAX_POLL_SECONDS)
 
     def settled(self, state: StoredState | None) -> _Finished | None:
         """The turn's receipt once it is committed; None while it may still be queued or running.
@@ -162,13 +164,25 @@ class TurnStreamReader:
         if final.id > after:
             yield final
 
+    async def _wait(self, stream: str, after: int, timeout: float) -> list[StreamEvent]:
+        """The stream's events after `after` as soon as there are any, or none after `timeout` seconds."""
+        if self.store is None:
+            await asyncio.sleep(max(timeout, 0.0))
+            return []
+        try:
+            return await wait_for_events(self.store, stream, after, max(timeout, 0.0), READ_PAGE)
+        except Exception as exc:
+            self._warn_unreadable(stream, exc)
+            await asyncio.sleep(max(timeout, 0.0))
+            return []
+
     async def _read(self, stream: str, after: int, limit: int) -> list[StreamEvent]:
         if self.store is None:
             return []
         try:
             return await self.store.read(stream, after=after, limit=limit)
         except Exception as exc:
-            _warn_unreadable(stream, exc)
+            self._warn_unreadable(stream, exc)
             return []
 
     async def _last_id(self, stream: str) -> int:
@@ -177,8 +191,14 @@ class TurnStreamReader:
         try:
             return await self.store.last_id(stream)
         except Exception as exc:
-            _warn_unreadable(stream, exc)
+            self._warn_unreadable(stream, exc)
             return 0
+
+    def _warn_unreadable(self, stream: str, exc: Exception) -> None:
+        # The stream is the live view only: without it the turn still ends as its receipt says. Said once a reader.
+        if not self._warned:
+            self._warned = True
+            logger.warning("Turn stream %s could not be read: %s", stream, f"{type(exc).__name__}: {exc}"[:300])
 
     async def _read_all(self, stream: str, after: int) -> list[StreamEvent]:
         events: list[StreamEvent] = []
@@ -188,11 +208,6 @@ class TurnStreamReader:
             if len(page) < READ_PAGE:
                 return events
             after = page[-1].id
-
-
-def _warn_unreadable(stream: str, exc: Exception) -> None:
-    # The stream is the live view only: without it the turn still ends as its receipt says.
-    logger.warning("Turn stream %s could not be read: %s", stream, f"{type(exc).__name__}: {exc}"[:300])
 
 
 def current_attempt(events: Sequence[StreamEvent]) -> list[StreamEvent]:

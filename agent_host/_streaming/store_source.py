@@ -1,8 +1,8 @@
-"""Where an app's turn streams live: the store it was given, or the one its settings name, resolved when first needed.
+"""Where an app's turn streams live: the store it was given, or the one its settings choose, resolved when first needed.
 
-Resolving late keeps building the app free of network clients and of settings that only streaming reads; a store
-the settings cannot give is logged once and streaming goes without one (finished turns are replayed from their
-receipts). Knows the store protocol, not any store.
+Resolving late keeps building the app free of network clients. Settings that choose no store (or one that cannot be
+built, logged once) leave the app without one: turns then run as before, and a stream asked for is replayed from the
+turn's receipt once it finishes. Knows the store protocol and the choice from settings (`selection.py`), no store.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 
 from .channel import TurnStreamStore
+from .selection import UnconfiguredStreamStore
 
 logger = logging.getLogger("agent_host.streaming")
 
@@ -21,7 +22,7 @@ class StreamStoreSource:
 
     Args:
         store: The store to use, when the app was given one.
-        from_settings: Builds the store the app settings name (None when they name none); used without `store`.
+        from_settings: Builds the store the app settings choose; used without `store`.
     """
 
     def __init__(
@@ -39,7 +40,10 @@ class StreamStoreSource:
             build, self._from_settings = self._from_settings, None
             if build is not None:
                 try:
-                    self._store = build()
+                    chosen = build()
+                    self._store = None if isinstance(chosen, UnconfiguredStreamStore) else chosen
+                    if self._store is None:
+                        logger.info("No turn stream store is configured; streamed turns are replayed when they end.")
                 except Exception as exc:
                     logger.error(
                         "No turn stream store: the settings name one that cannot be built (%s). Turns still run; "

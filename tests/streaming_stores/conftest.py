@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from backing_services import ServiceUnavailableError, running_azurite, running_redis
 
 from agent_host._streaming.azure_table_store import AzureTableStreamStore
 from agent_host._streaming.channel import TurnStreamStore
 from agent_host._streaming.host_storage import HostStorageConnection
 from agent_host._streaming.redis_store import RedisStreamStore
 from agent_host._streaming.sqlite_store import SqliteStreamStore
+
+from .backing_services import ServiceUnavailableError, running_azurite, running_redis
 
 BACKENDS = ("sqlite", "azure_table", "redis")
 StoreFactory = Callable[[], TurnStreamStore]

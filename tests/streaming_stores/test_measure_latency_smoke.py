@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from measure_latency import measure
-
 from agent_host._streaming.azure_table_store import AzureTableStreamStore
 from agent_host._streaming.channel import TurnStreamStore
 from agent_host._streaming.host_storage import HostStorageConnection
 from agent_host._streaming.redis_store import RedisStreamStore
 from agent_host._streaming.sqlite_store import SqliteStreamStore
+
+from .measure_latency import measure
 
 FIGURES = ["append", "read_next", "read_caught_up", "wake_1_stream", "wake_20_streams"]
 

@@ -13,10 +13,11 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import pytest
-from conftest import StoreFactory
 
 from agent_host._streaming.channel import MESSAGE_DELTA, TURN_COMPLETED, TURN_STARTED, StreamEvent, TurnStreamStore
 from agent_host._streaming.waiting import wait_for_events
+
+from .conftest import StoreFactory
 
 T = TypeVar("T")
 

@@ -48,6 +48,8 @@ def test_public_api_is_exactly_this() -> None:
         "StateVersionError",
         "StorageUnavailableError",
         "StreamEvent",
+        "StreamStoreNotConfiguredError",
+        "StreamStoreUnavailableError",
         "SystemClock",
         "TurnExpiredError",
         "TurnFailedError",
