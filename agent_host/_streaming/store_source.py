@@ -30,24 +30,33 @@ class StreamStoreSource:
     ) -> None:
         self._store = store
         self._from_settings = from_settings if store is None else None
+        self._resolved = self._from_settings is None
         self._lock = threading.Lock()
 
     def __call__(self) -> TurnStreamStore | None:
         """The store, or None when there is none."""
-        if self._from_settings is None:
+        if self._resolved:
             return self._store
         with self._lock:
-            build, self._from_settings = self._from_settings, None
-            if build is not None:
-                try:
-                    chosen = build()
-                    self._store = None if isinstance(chosen, UnconfiguredStreamStore) else chosen
-                    if self._store is None:
-                        logger.info("No turn stream store is configured; streamed turns are replayed when they end.")
-                except Exception as exc:
-                    logger.error(
-                        "No turn stream store: the settings name one that cannot be built (%s). Turns still run; "
-                        "their streams are replayed from their receipts once they finish.",
-                        f"{type(exc).__name__}: {exc}"[:300],
-                    )
+            if not self._resolved and self._from_settings is not None:
+                self._store = _build(self._from_settings)
+                # Set last: a caller that finds the store resolved must find it built.
+                self._resolved = True
             return self._store
+
+
+def _build(from_settings: Callable[[], TurnStreamStore | None]) -> TurnStreamStore | None:
+    """The store the settings choose; None when they choose none or it cannot be built (logged)."""
+    try:
+        chosen = from_settings()
+    except Exception as exc:
+        logger.error(
+            "No turn stream store: the settings name one that cannot be built (%s). Turns still run; their streams "
+            "are replayed from their receipts once they finish.",
+            f"{type(exc).__name__}: {exc}"[:300],
+        )
+        return None
+    if isinstance(chosen, UnconfiguredStreamStore):
+        logger.info("No turn stream store is configured; streamed turns are replayed when they end.")
+        return None
+    return chosen

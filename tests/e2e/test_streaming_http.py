@@ -6,6 +6,9 @@ when it ends) and `streams` (the FastAPI types of HTTP streams; sent as it is pr
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +18,10 @@ import pytest
 from conftest import FailingChatClient, build_app, make_agent
 from hosting import RunningHost
 from streams import MemoryTurnStreamStore, Sse, StreamingChatClient, open_stream, parse_sse
+from test_serve_command import ROOT, free_port
 
 from agent_host import HostSettings, OfflineChatClient
+from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 AGENT_PATH = "/api/agents/assistant/conversations"
 SSE = {"Accept": "text/event-stream"}
@@ -248,3 +253,58 @@ def test_without_a_stream_store_a_streamed_request_ends_with_the_replayed_answer
     events = parse_sse(reply.body)
     assert [e.event for e in events] == ["turn.started", "message.delta", "turn.completed"]
     assert events[1].data["text"] == events[2].data["text"] == "reply 1: hello"
+
+
+def test_a_reader_resumes_without_gaps_or_repeats_across_a_host_restart(tmp_path: Path) -> None:
+    # The local host's own store: a SQLite file beside the entity store, opened again by the restarted host.
+    def app() -> Any:
+        agent = make_agent(OfflineChatClient(word_delay_seconds=0.03))
+        return build_app(agent, stream_store=SqliteStreamStore.in_state_dir(tmp_path), http_streams=True)
+
+    running = RunningHost(app, tmp_path)
+    try:
+        message = {"message": "My name is Ada and my favourite color is teal."}
+        stream = open_stream(running.host.base_url, "POST", f"{AGENT_PATH}/c1/turns", message)
+        events = stream.events()
+        seen = [next(events), next(events), next(events)]
+        stream.close()
+        running.restart()  # a graceful stop lets the running turn finish and commit first
+        reply = running.request(
+            "GET",
+            f"{AGENT_PATH}/c1/turns/{seen[0].data['turnId']}/stream",
+            headers={**SSE, "Last-Event-ID": str(seen[-1].id)},
+        )
+        whole = running.request("GET", f"{AGENT_PATH}/c1/turns/{seen[0].data['turnId']}/stream", headers=SSE)
+    finally:
+        running.stop()
+
+    rest = parse_sse(reply.body)
+    assert [e.id for e in seen + rest] == list(range(1, len(seen) + len(rest) + 1))
+    assert [(e.id, e.data) for e in seen + rest] == [(e.id, e.data) for e in parse_sse(whole.body)]
+    text = "".join(e.data["text"] for e in seen + rest if e.event == "message.delta")
+    assert text == rest[-1].data["text"]
+    assert text.startswith("[offline model] Noted: your name is Ada, your favourite color is teal.")
+
+
+def test_serve_streams_the_template_word_by_word_from_its_own_sqlite_store(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI", "AGENT_HOST_"))}
+    command = [sys.executable, "-m", "agent_host", "serve", "--port", str(port), "--state-dir", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        banner, deadline = "", time.monotonic() + 60
+        while "Listening on" not in banner and time.monotonic() < deadline:
+            banner += process.stdout.readline()
+        stream = open_stream(f"http://127.0.0.1:{port}", "POST", f"{AGENT_PATH}/cli/turns", {"message": "Hello there"})
+        events = list(stream.events())
+        stream.close()
+    finally:
+        process.terminate()
+        process.wait(30)
+        process.stdout.close()
+
+    deltas = [e.data["text"] for e in events if e.event == "message.delta"]
+    assert events[-1].event == "turn.completed"
+    assert len(deltas) > 1  # word by word, coalesced at most every 50 ms
+    assert "".join(deltas) == events[-1].data["text"]
+    assert (tmp_path / "streams.sqlite3").exists()
