@@ -34,11 +34,12 @@ def encode_event(event: StreamEvent) -> bytes:
 
 
 def encode_error(error: AgentHostError) -> bytes:
-    """The event that ends a stream which cannot go on: the error body a JSON response would carry, with its status.
+    """The event that ends a stream which cannot go on: the error body a JSON response would carry, and the status
+    it would have had (`httpStatus`).
 
     It has no `id:`, so a client that reconnects resumes after the last turn event it received.
     """
-    data = json.dumps({"status": status_for_code(error.code), **error.body()}, ensure_ascii=False)
+    data = json.dumps({**error.body(), "httpStatus": status_for_code(error.code)}, ensure_ascii=False)
     return f"event: {ERROR_EVENT}\ndata: {data}\n\n".encode("utf-8", "backslashreplace")
 
 
