@@ -22,7 +22,6 @@ REQUESTS: list[tuple[str, str, Any, dict[str, str]]] = [
     ("GET", "/api/health", None, {}),
     ("POST", f"{CONVERSATION}/turns", {"message": "My name is Ada."}, {}),
     ("POST", f"{CONVERSATION}/turns", b"Plain text works too.", {"Content-Type": "text/plain"}),
-    ("POST", f"{CONVERSATION}/turns?wait=false", b"later", {"Content-Type": "text/plain"}),
     ("GET", f"{CONVERSATION}/messages", None, {}),
     ("GET", CONVERSATION, None, {}),
     ("PUT", f"{CONVERSATION}/retention", {"mode": "keep_all", "maxStateBytes": 600000}, {}),
@@ -34,6 +33,8 @@ REQUESTS: list[tuple[str, str, Any, dict[str, str]]] = [
     ("OPTIONS", f"{CONVERSATION}/turns", None, {}),
     ("GET", "/api/agents/nobody/conversations/c1", None, {}),
     ("GET", f"{CONVERSATION}/turns/0000000000000000000", None, {}),
+    # Not waited for: the delete after it is queued behind it, so nothing depends on when it runs.
+    ("POST", f"{CONVERSATION}/turns?wait=false", b"later", {"Content-Type": "text/plain"}),
     ("DELETE", CONVERSATION, None, {}),
     ("GET", CONVERSATION, None, {}),
 ]
@@ -72,7 +73,7 @@ def test_every_route_answers_alike_in_both_shapes(tmp_path: Path) -> None:
     for request, classic, streams in zip(REQUESTS, answers["classic"], answers["streams"], strict=True):
         assert streams == classic, request[:2]
     statuses = [status for status, _, _ in answers["streams"]]
-    assert statuses == [200, 200, 200, 202, 200, 200, 200, 200, 200, 415, 400, 405, 204, 404, 404, 204, 404]
+    assert statuses == [200, 200, 200, 200, 200, 200, 200, 200, 415, 400, 405, 204, 404, 404, 202, 204, 404]
     assert b"Ada" in answers["streams"][1][2]
 
 
