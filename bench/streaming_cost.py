@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import http.client
 import json
+import math
 import sys
 import tempfile
 import threading
@@ -58,6 +59,7 @@ class PacedChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], Ba
         super().__init__(**kwargs)
         self.word_seconds = word_seconds
         self.first_word_at: dict[str, float] = {}
+        self.last_word_at: dict[str, float] = {}
 
     async def _inner_get_response(  # type: ignore[override]
         self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
@@ -75,6 +77,7 @@ class PacedChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], Ba
                 if number == 0:
                     self.first_word_at[asked] = time.perf_counter()
                 yield ChatResponseUpdate(role="assistant", contents=[Content.from_text(word)])
+                self.last_word_at[asked] = time.perf_counter()
                 if self.word_seconds:
                     await asyncio.sleep(self.word_seconds)
             yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(usage)])
@@ -195,7 +198,7 @@ def measure_latency(streams: int, rounds: int, words: int = 20, word_seconds: fl
 
 @dataclass
 class WriteFigures:
-    """Storage writes of one streamed turn of a given length."""
+    """Storage writes of one streamed turn of a given length, and how long the model took to stream it."""
 
     words: int
     answer_seconds: float
@@ -211,14 +214,14 @@ def measure_writes(lengths: Sequence[int], word_seconds: float = 0.005) -> list[
         host = BenchHost(Path(state_dir), word_seconds)
         try:
             for words in lengths:
-                conversation = f"writes-{words}"
-                _, final = host.post(conversation, f"words {words} count", stream=True)
+                conversation, message = f"writes-{words}", f"words {words} count"
+                _, final = host.post(conversation, message, stream=True)
                 _check(final, words)
                 stream = f"conversation_{AGENT}/{conversation}/{final['turnId']}"
                 events = len(asyncio.run(host.store.read(stream, 0, 100_000)))
-                answer_seconds = words * word_seconds
+                answer_seconds = host.model.last_word_at[message] - host.model.first_word_at[message]
                 # turn.started and the first text at once, then one write per interval, and the last one.
-                bound = 3 + int(answer_seconds / WRITER_INTERVAL_SECONDS)
+                bound = 3 + math.ceil(answer_seconds / WRITER_INTERVAL_SECONDS)
                 figures.append(WriteFigures(words, round(answer_seconds, 3), events, host.store.writes[stream], bound))
         finally:
             host.stop()
@@ -288,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {figure.streams} | {figure.samples} | {figure.p50_ms:.1f} | {figure.p99_ms:.1f} | {figure.max_ms:.1f} |"
         )
-    print("\nStorage writes per streamed turn (model: one word every 5 ms)")
+    print("\nStorage writes per streamed turn (model: one word every 5 ms; answer s: its first word to its last)")
     print("| words | answer s | events stored | writes | bound (3 + answer s / 0.05) |\n|---:|---:|---:|---:|---:|")
     for row in writes:
         print(f"| {row.words} | {row.answer_seconds} | {row.events} | {row.writes} | {row.bound} |")
