@@ -22,6 +22,7 @@ import contextlib
 import http.client
 import json
 import math
+import statistics
 import sys
 import tempfile
 import threading
@@ -230,7 +231,7 @@ def measure_writes(lengths: Sequence[int], word_seconds: float = 0.005) -> list[
 
 @dataclass
 class CostFigures:
-    """Process CPU time per turn, waited against streamed, with an instant model."""
+    """Process CPU time per turn (median of blocks), waited against streamed, with an instant model."""
 
     turns: int
     words: int
@@ -241,35 +242,36 @@ class CostFigures:
     streamed_wall_ms: float
 
 
-def measure_cost(turns: int, words: int = 100) -> CostFigures:
-    """`turns` turns of one conversation each way, alternating blocks, CPU time of the whole process."""
+def measure_cost(turns: int, words: int = 100, blocks: int = 8) -> CostFigures:
+    """`turns` turns each way in alternating blocks of one conversation each; the median block's process CPU time
+    per turn (the medians resist the other work a shared machine does meanwhile)."""
+    per_block = max(turns // blocks, 1)
     with tempfile.TemporaryDirectory(prefix="agent-host-stream-bench-") as state_dir:
         host = BenchHost(Path(state_dir), 0.0)
         try:
             for stream in (False, True):
                 host.post(f"warm-{stream}", f"words {words} warm", stream=stream)
-            cpu = {False: 0.0, True: 0.0}
-            wall = {False: 0.0, True: 0.0}
-            for block in range(4):
+            cpu: dict[bool, list[float]] = {False: [], True: []}
+            wall: dict[bool, list[float]] = {False: [], True: []}
+            for block in range(blocks):
                 for stream in (False, True):
                     cpu_start, wall_start = time.process_time(), time.perf_counter()
-                    for turn in range(turns // 4):
+                    for turn in range(per_block):
                         _, final = host.post(f"cost-{stream}", f"words {words} {block}-{turn}", stream=stream)
                         _check(final, words)
-                    cpu[stream] += time.process_time() - cpu_start
-                    wall[stream] += time.perf_counter() - wall_start
+                    cpu[stream].append((time.process_time() - cpu_start) * 1000 / per_block)
+                    wall[stream].append((time.perf_counter() - wall_start) * 1000 / per_block)
         finally:
             host.stop()
-    done = turns // 4 * 4
-    waited, streamed = cpu[False] * 1000 / done, cpu[True] * 1000 / done
+    waited, streamed = statistics.median(cpu[False]), statistics.median(cpu[True])
     return CostFigures(
-        done,
+        per_block * blocks,
         words,
         round(waited, 2),
         round(streamed, 2),
         round(streamed / waited, 2),
-        round(wall[False] * 1000 / done, 2),
-        round(wall[True] * 1000 / done, 2),
+        round(statistics.median(wall[False]), 2),
+        round(statistics.median(wall[True]), 2),
     )
 
 
@@ -279,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="measure a little, to see that it still works")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
-    rounds_one, rounds_twenty, lengths, turns = (5, 1, (10, 100), 8) if args.quick else (60, 5, (10, 100, 1000), 80)
+    rounds_one, rounds_twenty, lengths, turns = (5, 1, (10, 100), 8) if args.quick else (60, 5, (10, 100, 1000), 160)
 
     latency = [measure_latency(1, rounds_one), measure_latency(20, rounds_twenty)]
     writes = measure_writes(lengths)
@@ -295,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| words | answer s | events stored | writes | bound (3 + answer s / 0.05) |\n|---:|---:|---:|---:|---:|")
     for row in writes:
         print(f"| {row.words} | {row.answer_seconds} | {row.events} | {row.writes} | {row.bound} |")
-    print(f"\nHost cost per turn, {cost.words} words, instant model, {cost.turns} turns each (process CPU time)")
+    print(
+        f"\nHost cost per turn, {cost.words} words, instant model, {cost.turns} turns each (process CPU, median block)"
+    )
     print("| waited ms | streamed ms | streamed / waited | waited wall ms | streamed wall ms |")
     print("|---:|---:|---:|---:|---:|")
     print(
