@@ -5,13 +5,13 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
-from conftest import ScriptedChatClient, default_reply
+from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream, tool
+from conftest import ScriptedChatClient
 
 from agent_host._streaming.channel import StreamEvent
 
@@ -91,9 +91,16 @@ async def _word_updates(response: ChatResponse) -> Any:
         yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(response.usage_details)])
 
 
-def scripted_reply(messages: list[Message], options: Mapping[str, Any]) -> Message:
-    """The scripted model's default reply, for scripts that change only some replies."""
-    return default_reply(messages, len(messages))
+@tool
+def get_weather(city: Annotated[str, "The city."]) -> str:
+    """Today's weather (canned)."""
+    return f"sunny in {city}"
+
+
+@tool(approval_mode="always_require")
+def cancel_order(order_id: Annotated[str, "The order."]) -> str:
+    """Cancel an order; needs the caller's approval (canned)."""
+    return f"Order {order_id} is cancelled."
 
 
 @dataclass

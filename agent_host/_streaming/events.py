@@ -94,10 +94,10 @@ class UpdateEvents:
     """
 
     turn_id: str
-    _calls: dict[str, _PendingCall] = field(default_factory=dict)
-    _message: tuple[str | None, str] | None = None
-    _message_id: str = ""
-    _count: int = 0
+    _calls: dict[str, _PendingCall] = field(default_factory=dict, init=False)
+    _message: tuple[str | None, str] | None = field(default=None, init=False)
+    _message_id: str = field(default="", init=False)
+    _count: int = field(default=0, init=False)
 
     def from_update(self, update: AgentResponseUpdate) -> list[EventDraft]:
         """The events one update adds (often none: a piece of a tool call, usage, reasoning)."""
@@ -114,7 +114,9 @@ class UpdateEvents:
             elif content.type == "function_approval_request":
                 call = content.function_call
                 if call is not None and call.call_id:
-                    self._add_call_piece(call)
+                    # The request carries the whole call: a call streamed before it is already whole.
+                    if call.call_id not in self._calls:
+                        self._add_call_piece(call)
                     drafts.extend(self._send_call(call.call_id))
                 drafts.append(approval_event(content))
         return drafts

@@ -308,3 +308,28 @@ def test_serve_streams_the_template_word_by_word_from_its_own_sqlite_store(tmp_p
     assert len(deltas) > 1  # word by word, coalesced at most every 50 ms
     assert "".join(deltas) == events[-1].data["text"]
     assert (tmp_path / "streams.sqlite3").exists()
+
+
+def test_an_approval_is_asked_for_and_answered_over_streams(tmp_path: Path) -> None:
+    from test_streamed_turns import cancel_order
+
+    running = host_for(
+        tmp_path, "streams", lambda: make_agent(OfflineChatClient(word_delay_seconds=0), tools=[cancel_order])
+    )
+    try:
+        asked = running.post_events("c1", "Please use cancel_order order_id=A17")
+        (requested,) = [e.data for e in asked if e.event == "approval.requested"]
+        reply = running.running.request(
+            "POST",
+            f"{AGENT_PATH}/c1/turns",
+            {"approvals": [{"id": requested["id"], "approved": True}]},
+            headers=SSE,
+        )
+    finally:
+        running.running.stop()
+
+    assert asked[-1].data["approvalRequests"] == [requested]
+    assert (requested["toolName"], requested["arguments"]) == ("cancel_order", {"order_id": "A17"})
+    answered = parse_sse(reply.body)
+    assert [e.data["result"] for e in answered if e.event == "tool.result"] == ["Order A17 is cancelled."]
+    assert answered[-1].data["text"] == "[offline model] The tool returned: Order A17 is cancelled."

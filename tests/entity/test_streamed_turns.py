@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
-from agent_framework import AgentResponse, AgentResponseUpdate, tool
+from agent_framework import AgentResponse, AgentResponseUpdate
 from conftest import build_app, driver_for, make_agent
-from streams import FailingTurnStreamStore, MemoryTurnStreamStore, StreamingChatClient
+from streams import FailingTurnStreamStore, MemoryTurnStreamStore, StreamingChatClient, cancel_order, get_weather
 
 from agent_host import AgentCallbackContext, HostSettings
 from agent_host._streaming.channel import stream_key
 
 STREAM = stream_key("conversation_assistant", "c1", "t1")
 TIMES = ("at", "createdAt", "updatedAt")
-
-
-@tool
-def get_weather(city: Annotated[str, "The city."]) -> str:
-    """Today's weather."""
-    return f"sunny in {city}"
 
 
 class RecordingCallback:
@@ -198,3 +192,17 @@ def test_deleting_the_conversation_deletes_its_streams() -> None:
 
     assert store.streams == {}
     assert sorted(store.deleted) == [stream_key("conversation_assistant", "c1", t) for t in ("t1", "t2")]
+
+
+def test_a_tool_waiting_for_approval_is_streamed_as_the_approval_the_turn_records() -> None:
+    store = MemoryTurnStreamStore()
+    agent = make_agent(StreamingChatClient(), tools=[cancel_order])
+    driver = driver_for(build_app(agent, stream_store=store), "assistant")
+
+    record = run(driver, "t1", 'call cancel_order {"order_id": "A17"}')
+
+    (requested,) = [e.data for e in store.events(STREAM) if e.event == "approval.requested"]
+    assert record["approvalRequests"] == [requested]
+    assert requested["toolName"] == "cancel_order" and requested["arguments"] == {"order_id": "A17"}
+    calls = [e.data for e in store.events(STREAM) if e.event == "tool.call"]
+    assert calls == [{"callId": "call-1", "name": "cancel_order", "arguments": {"order_id": "A17"}}]
