@@ -78,6 +78,20 @@ class StreamingChatClient(ScriptedChatClient):
         return ResponseStream(_word_updates(response), finalizer=lambda updates: response)
 
 
+class MidStreamFailingChatClient(ScriptedChatClient):
+    """A model that streams the start of its reply, then fails."""
+
+    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
+        self.calls.append(list(messages))
+
+        async def updates() -> Any:
+            for word in ("Half ", "an "):
+                yield ChatResponseUpdate(role="assistant", contents=[Content.from_text(word)])
+            raise ConnectionError("model stream cut off")
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+
 async def _word_updates(response: ChatResponse) -> Any:
     for message in response.messages:
         for content in message.contents:

@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 from conftest import FailingChatClient, build_app, make_agent
 from hosting import RunningHost
-from streams import MemoryTurnStreamStore, Sse, StreamingChatClient, open_stream, parse_sse
+from streams import (
+    MemoryTurnStreamStore,
+    MidStreamFailingChatClient,
+    Sse,
+    StreamingChatClient,
+    cancel_order,
+    open_stream,
+    parse_sse,
+)
 from test_serve_command import ROOT, free_port
 
 from agent_host import HostSettings, OfflineChatClient
@@ -311,11 +319,8 @@ def test_serve_streams_the_template_word_by_word_from_its_own_sqlite_store(tmp_p
 
 
 def test_an_approval_is_asked_for_and_answered_over_streams(tmp_path: Path) -> None:
-    from test_streamed_turns import cancel_order
-
-    running = host_for(
-        tmp_path, "streams", lambda: make_agent(OfflineChatClient(word_delay_seconds=0), tools=[cancel_order])
-    )
+    offline = OfflineChatClient(word_delay_seconds=0)
+    running = host_for(tmp_path, "streams", lambda: make_agent(offline, tools=[cancel_order]))
     try:
         asked = running.post_events("c1", "Please use cancel_order order_id=A17")
         (requested,) = [e.data for e in asked if e.event == "approval.requested"]
@@ -333,3 +338,18 @@ def test_an_approval_is_asked_for_and_answered_over_streams(tmp_path: Path) -> N
     answered = parse_sse(reply.body)
     assert [e.data["result"] for e in answered if e.event == "tool.result"] == ["Order A17 is cancelled."]
     assert answered[-1].data["text"] == "[offline model] The tool returned: Order A17 is cancelled."
+
+
+def test_a_turn_that_fails_mid_stream_ends_with_turn_failed_and_stores_only_the_failure(tmp_path: Path) -> None:
+    running = host_for(tmp_path, "streams", lambda: make_agent(MidStreamFailingChatClient()))
+    try:
+        events = running.post_events("c1", "start and stop")
+        conversation = running.running.request("GET", f"{AGENT_PATH}/c1").json()
+        messages = running.running.request("GET", f"{AGENT_PATH}/c1/messages").json()["messages"]
+    finally:
+        running.running.stop()
+
+    assert [e.event for e in events] == ["turn.started", "message.delta", "turn.failed"]
+    assert events[1].data["text"] == "Half an "
+    assert events[-1].data["error"]["code"] == "turn_failed"
+    assert (conversation["messageCount"], conversation["turnCount"], messages) == (0, 0, [])
