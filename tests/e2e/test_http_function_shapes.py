@@ -16,6 +16,8 @@ import pytest
 from conftest import ScriptedChatClient, build_app, make_agent
 from hosting import Reply, RunningHost
 
+from agent_host._local_host import LocalHost
+
 CONVERSATION = "/api/agents/assistant/conversations/c1"
 # (method, path, JSON body or raw bytes, headers)
 REQUESTS: list[tuple[str, str, Any, dict[str, str]]] = [
@@ -86,4 +88,4 @@ def test_an_app_mixing_the_shapes_is_refused_as_the_worker_would(tmp_path: Path)
         return func.HttpResponse("hi")
 
     with pytest.raises(ValueError, match=r"takes the FastAPI request .* but 'own_classic' takes azure.functions"):
-        RunningHost(lambda: app, tmp_path)
+        LocalHost(app, state_dir=tmp_path)
