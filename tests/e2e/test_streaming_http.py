@@ -265,9 +265,12 @@ def test_without_a_stream_store_a_streamed_request_ends_with_the_replayed_answer
 
 def test_a_reader_resumes_without_gaps_or_repeats_across_a_host_restart(tmp_path: Path) -> None:
     # The local host's own store: a SQLite file beside the entity store, opened again by the restarted host.
+    stores: list[SqliteStreamStore] = []
+
     def app() -> Any:
+        stores.append(SqliteStreamStore.in_state_dir(tmp_path))
         agent = make_agent(OfflineChatClient(word_delay_seconds=0.03))
-        return build_app(agent, stream_store=SqliteStreamStore.in_state_dir(tmp_path), http_streams=True)
+        return build_app(agent, stream_store=stores[-1], http_streams=True)
 
     running = RunningHost(app, tmp_path)
     try:
@@ -285,6 +288,8 @@ def test_a_reader_resumes_without_gaps_or_repeats_across_a_host_restart(tmp_path
         whole = running.request("GET", f"{AGENT_PATH}/c1/turns/{seen[0].data['turnId']}/stream", headers=SSE)
     finally:
         running.stop()
+        for store in stores:
+            store.close()
 
     rest = parse_sse(reply.body)
     assert [e.id for e in seen + rest] == list(range(1, len(seen) + len(rest) + 1))
