@@ -28,10 +28,12 @@ def test_every_error_a_caller_can_meet_is_exported() -> None:
 
 def test_public_api_is_exactly_this() -> None:
     assert sorted(agent_host.__all__) == [
+        "AgentCallbackContext",
         "AgentFunctionApp",
         "AgentHostError",
         "AgentNotFoundError",
         "AgentTurnError",
+        "AgentResponseCallbackProtocol",
         "Clock",
         "ConversationNotFoundError",
         "DurableHistoryProvider",
@@ -50,10 +52,14 @@ def test_public_api_is_exactly_this() -> None:
         "StateVersionError",
         "StorageUnavailableError",
         "StructuredOutputError",
+        "StreamEvent",
+        "StreamStoreNotConfiguredError",
+        "StreamStoreUnavailableError",
         "SystemClock",
         "TurnExpiredError",
         "TurnFailedError",
         "TurnNotFoundError",
+        "TurnStreamStore",
         "UnknownApprovalError",
         "UnsupportedMediaTypeError",
         "WorkflowNotFoundError",
