@@ -1,8 +1,10 @@
-"""Contract: the metadata the worker sends for agent MCP tools is the `mcpToolTrigger` binding the extension reads.
+"""Contract: the metadata the worker sends for MCP tools is the `mcpToolTrigger` binding the extension reads.
 
 The binding's fields (`toolName`, `description`, `toolProperties` as a JSON string of property objects,
-`useResultSchema`) are the ones the Functions MCP extension's `McpToolTriggerAttribute` takes; the properties keep
-the published agent-framework-azurefunctions host's `query` and `sessionId`, so its clients work unchanged.
+`useResultSchema`) are the ones the Functions MCP extension's `McpToolTriggerAttribute` takes; agent tools keep
+the published agent-framework-azurefunctions host's `query` and `sessionId`, so its clients work unchanged, and
+workflow tools take an `input` typed after the start executor's input, plus `runId`, `requestId`, `response` and
+`idempotencyKey`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import re
 import subprocess
 import sys
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 
 import azure.functions as func
 import pytest
+from agent_framework import Executor, WorkflowBuilder, WorkflowContext, handler
 from conftest import ScriptedChatClient, build_app, make_agent
 from hosting import child_pythonpath
 from worker_metadata import ROOT, FunctionMetadata, IndexedApp, index
@@ -27,10 +31,38 @@ from agent_host._local_host.mcp_tools import discover_mcp_tools
 FUNCTION_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,127}$")
 
 
+class Digest(Executor):
+    """A workflow start that takes text."""
+
+    @handler
+    async def digest(self, text: str, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(text[:10])
+
+
+@dataclass
+class Shipment:
+    """A structured workflow input."""
+
+    sku: str
+    count: int
+
+
+class Ship(Executor):
+    """A workflow start that takes a dataclass."""
+
+    @handler
+    async def ship(self, shipment: Shipment, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(f"{shipment.count} x {shipment.sku}")
+
+
 def mcp_app() -> IndexedApp:
     app = build_app(
         make_agent(ScriptedChatClient(), "Support", description="Answers support questions."),
         make_agent(ScriptedChatClient(), "billing-v2"),
+        workflows=[
+            WorkflowBuilder(name="Digest", start_executor=Digest(id="digest"), description="Digests text.").build(),
+            WorkflowBuilder(name="ship", start_executor=Ship(id="ship")).build(),
+        ],
         enable_mcp_tool_trigger=True,
     )
     return IndexedApp(app, index(app))
@@ -45,7 +77,7 @@ def test_each_agent_tool_is_one_function_with_a_durable_client_and_the_tool_trig
 
     functions = tool_functions(indexed)
 
-    assert sorted(functions) == ["mcptool_billing-v2", "mcptool_support"]
+    assert sorted(functions) == ["mcptool_billing-v2", "mcptool_digest", "mcptool_ship", "mcptool_support"]
     support = functions["mcptool_support"]
     trigger = dict(support.trigger)
     properties = json.loads(trigger.pop("toolProperties"))
@@ -74,6 +106,44 @@ def test_the_tool_keeps_the_published_hosts_name_and_properties() -> None:
     assert trigger["description"] == "Interact with billing-v2 agent"
     assert kinds["query"] == ("string", True)
     assert kinds["sessionId"] == ("string", False)
+
+
+def test_each_workflow_tool_is_one_function_with_a_durable_client_and_the_tool_trigger() -> None:
+    functions = tool_functions(mcp_app())
+
+    digest = functions["mcptool_digest"]
+    trigger = dict(digest.trigger)
+    properties = json.loads(trigger.pop("toolProperties"))
+    assert trigger == {
+        "direction": "IN",
+        "dataType": "UNDEFINED",
+        "type": "mcpToolTrigger",
+        "name": "context",
+        "toolName": "Digest",
+        "description": "Digests text.",
+        "useResultSchema": True,
+    }
+    assert [(p["propertyName"], p["propertyType"], p["isRequired"], p["isArray"]) for p in properties] == [
+        ("input", "string", False, False),
+        ("runId", "string", False, False),
+        ("requestId", "string", False, False),
+        ("response", "string", False, False),
+        ("idempotencyKey", "string", False, False),
+    ]
+    assert all(set(p) == {"propertyName", "propertyType", "description", "isRequired", "isArray"} for p in properties)
+    assert digest.bindings_of_type("durableClient") == [{"direction": "IN", "type": "durableClient", "name": "client"}]
+    assert len(digest.bindings) == 2
+
+
+def test_a_workflow_tools_input_follows_its_start_executors_input_type() -> None:
+    trigger = tool_functions(mcp_app())["mcptool_ship"].trigger
+
+    shipment = json.loads(trigger["toolProperties"])[0]
+
+    assert trigger["toolName"] == "ship"
+    assert trigger["description"].startswith("Run the ship workflow: send input to start a run")
+    assert (shipment["propertyName"], shipment["propertyType"], shipment["isRequired"]) == ("input", "object", False)
+    assert '"properties":{"sku":{"type":"string"},"count":{"type":"integer"}}' in shipment["description"]
 
 
 def test_tool_function_names_are_valid_and_unique_among_all_functions() -> None:

@@ -3,6 +3,7 @@ failing executor; each executor counts its runs so a test can tell whether a ret
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,18 @@ class Approve(Executor):
         await ctx.yield_output(f"published: {request.draft}" if approved else f"rejected: {request.draft}")
 
 
+class Comment(Executor):
+    """Asks a person for a comment (text) on the draft; yields it."""
+
+    @handler
+    async def ask(self, draft: str, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.request_info(PublishRequest(draft=draft), str)
+
+    @response_handler
+    async def note(self, request: PublishRequest, comment: str, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(f"{request.draft} -- {comment!r}")
+
+
 @tool(approval_mode="always_require")
 def delete_file(path: str) -> str:
     """Delete a file (a person approves each call)."""
@@ -89,15 +102,29 @@ class Broken(Executor):
         raise RuntimeError("the inventory service is down")
 
 
+class Slow(Executor):
+    """Waits until the test releases it (at most 30 s), then yields its text."""
+
+    release = threading.Event()
+
+    @handler
+    async def wait(self, text: str, ctx: WorkflowContext[None, str]) -> None:
+        EXECUTIONS["slow"] += 1
+        Slow.release.wait(30)
+        await ctx.yield_output(f"finally: {text}")
+
+
 def workflows(log: CallLog) -> list[Workflow]:
-    """Every test workflow: shout, order, approve, cleanup (a tool approval in an agent node), broken."""
+    """Every test workflow: shout, order, approve, comment, cleanup (a tool approval in an agent node), broken, slow."""
     janitor = AgentExecutor(Agent(RecordingChatClient(log), name="janitor", tools=[delete_file]), id="janitor")
     return [
         WorkflowBuilder(name="shout", start_executor=Shout(id="shout"), description="Shouts the text back.").build(),
         WorkflowBuilder(name="order", start_executor=PlaceOrder(id="place")).build(),
         WorkflowBuilder(name="approve", start_executor=Approve(id="approve")).build(),
+        WorkflowBuilder(name="comment", start_executor=Comment(id="comment")).build(),
         WorkflowBuilder(name="cleanup", start_executor=janitor).build(),
         WorkflowBuilder(name="broken", start_executor=Broken(id="broken")).build(),
+        WorkflowBuilder(name="slow", start_executor=Slow(id="slow")).build(),
     ]
 
 
