@@ -24,8 +24,6 @@ from .tools import INPUT_PROPERTY, ToolProperty
 MAX_SCHEMA_CHARS = 2000
 _SCALARS: dict[type, str] = {bool: "boolean", int: "integer", float: "number"}
 _START_OR_READ = "Send it to start a run; leave it out when you send runId."
-# Schema keys whose values map names to schemas: a field may be named `title`.
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
 
 
 @dataclass(frozen=True)
@@ -115,15 +113,17 @@ def schema_text(cls: Any) -> str:
 
 
 def _without_titles(schema: Any) -> Any:
-    """A JSON schema without the `title` keys pydantic adds (they repeat the field names); fields named `title` stay."""
+    """A JSON schema without the `title` names pydantic adds (they repeat the field names).
+
+    Only a string `title` is a schema's name; a field called `title` maps to a schema (a dict) and stays.
+    """
     if isinstance(schema, list):
         return [_without_titles(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    kept: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            kept[key] = {name: _without_titles(item) for name, item in value.items()}
-        elif key != "title" or not isinstance(value, str):
-            kept[key] = _without_titles(value)
-    return kept
+    return {key: _without_titles(value) for key, value in schema.items() if not _is_name(key, value)}
+
+
+def _is_name(key: str, value: Any) -> bool:
+    """Whether a schema entry is pydantic's name for the schema (a field named `title` maps to a dict)."""
+    return key == "title" and isinstance(value, str)
