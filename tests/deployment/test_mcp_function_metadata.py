@@ -167,6 +167,19 @@ def test_the_worker_accepts_the_tool_functions_parameters_and_return() -> None:
         assert converter.encode('{"type": "call_tool_result"}', expected_type=str).type == "string"
 
 
+def test_every_function_of_an_app_with_workflows_has_annotations_the_worker_accepts() -> None:
+    # The worker refuses a parameter or return annotation that is not a type (`dict[str, Any]`, say) with
+    # FunctionLoadError "invalid non-type annotation", and then loads none of the app's functions.
+    refused = {
+        (function.name, name): hint
+        for function in mcp_app().functions
+        for name, hint in typing.get_type_hints(function.user_function).items()
+        if not isinstance(hint, type)
+    }
+
+    assert refused == {}
+
+
 def test_the_local_host_serves_exactly_the_tools_the_host_is_sent() -> None:
     indexed = mcp_app()
 
@@ -192,15 +205,17 @@ def test_an_app_without_mcp_enabled_sends_no_tool_functions() -> None:
 
 
 WORKER_APP = """
-from agent_framework import Agent
+from agent_framework import Agent, AgentExecutor, WorkflowBuilder
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
 
+writer = AgentExecutor(Agent(OfflineChatClient(), "x", name="writer"), id="writer")
 app = AgentFunctionApp([Agent(OfflineChatClient(), "x", name="assistant")], settings=HostSettings(),
+                       workflows=[WorkflowBuilder(name="review", start_executor=writer).build()],
                        enable_mcp_tool_trigger=True)
 """
 
 
-def test_the_real_worker_indexes_an_agent_tool_and_binds_its_context_and_client(tmp_path: Path) -> None:
+def test_the_real_worker_indexes_agent_and_workflow_tools_and_binds_their_context_and_client(tmp_path: Path) -> None:
     pytest.importorskip("azure_functions_runtime", reason="the worker's indexing package needs Python 3.13+")
     (tmp_path / "function_app.py").write_text(WORKER_APP, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
@@ -213,6 +228,7 @@ def test_the_real_worker_indexes_an_agent_tool_and_binds_its_context_and_client(
 
     assert completed.returncode == 0, completed.stderr
     report = {entry["name"]: entry for entry in json.loads(completed.stdout.strip().splitlines()[-1])}
-    tool = report["mcptool_assistant"]
-    assert (tool["isHttp"], tool["inputs"]) == (False, {"context": "mcpToolTrigger", "client": "generic"})
-    assert tool["rawBindings"][1]["useResultSchema"] is True
+    for name in ("mcptool_assistant", "mcptool_review"):
+        tool = report[name]
+        assert (tool["isHttp"], tool["inputs"]) == (False, {"context": "mcpToolTrigger", "client": "generic"})
+        assert tool["rawBindings"][1]["useResultSchema"] is True
