@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import azure.durable_functions as df
 import pytest
 from agent_framework import WorkflowBuilder
 from conftest import make_agent
@@ -308,6 +309,29 @@ def test_a_run_that_outlasts_the_wait_says_how_to_read_it_and_reading_does_not_r
     assert read.structured_content["outputs"] == ["finally: patience"]
     assert retried.structured_content == read.structured_content
     assert EXECUTIONS["slow"] - before == 1
+
+
+def test_a_terminated_run_is_a_tool_error_saying_so(start: Start) -> None:
+    running = start(HostSettings(max_wait_seconds=0.5))
+    Slow.release.clear()
+    try:
+        pending = call_tool(running, "slow", {"input": "never mind"})
+        run_id = pending.structured_content["runId"]
+        assert running.host is not None
+        client = df.DurableOrchestrationClient(running.host.durable_client_binding())
+        running.call(client.terminate(run_id, "no longer needed"))
+    finally:
+        Slow.release.set()
+
+    read = call_tool(running, "slow", {"runId": run_id})
+
+    assert read.is_error is True
+    assert read.structured_content["status"] == "terminated"
+    assert read.structured_content["error"] == {
+        "code": "workflow_terminated",
+        "message": f"Run {run_id} of workflow slow was terminated before it finished.",
+    }
+    assert texts(read) == [f"workflow_terminated: Run {run_id} of workflow slow was terminated before it finished."]
 
 
 @pytest.mark.parametrize(
