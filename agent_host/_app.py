@@ -23,7 +23,16 @@ from ._conversation.sessions import core_state_types, register_state_types
 from ._http import classic_functions
 from ._http.routes import Routes
 from ._http.workflow_routes import WorkflowRoutes
-from ._mcp import McpTool, McpToolRegistry, agent_tool, require_result_schema_support, run_agent_tool
+from ._mcp import (
+    McpTool,
+    McpToolRegistry,
+    agent_tool,
+    require_result_schema_support,
+    run_agent_tool,
+    run_workflow_tool,
+    workflow_input,
+    workflow_tool,
+)
 from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
 from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
@@ -31,6 +40,7 @@ from ._streaming.callbacks import AgentResponseCallbackProtocol
 from ._streaming.channel import TurnStreamStore
 from ._streaming.selection import stream_store_from_settings
 from ._streaming.store_source import StreamStoreSource
+from ._workflows.contract import WorkflowRoute
 from ._workflows.functions import WorkflowFunctions
 from ._workflows.registration import WorkflowRetryPolicy
 
@@ -63,8 +73,9 @@ class AgentFunctionApp(df.DFApp):
         state_types: Classes your context providers keep in session state, registered so they come back as
             their classes after a cold start (core's own state types are registered for you).
         clock: Where wall-clock time comes from (records, TTLs, turn ids); the system clock by default.
-        enable_mcp_tool_trigger: Expose every agent as an MCP tool (the Functions MCP extension's
-            `mcpToolTrigger`); `add_agent(enable_mcp_tool_trigger=...)` decides per agent. See docs/mcp.md.
+        enable_mcp_tool_trigger: Expose every agent and every workflow as an MCP tool (the Functions MCP
+            extension's `mcpToolTrigger`); `add_agent(...)` and `add_workflow(..., enable_mcp_tool_trigger=...)`
+            decide per agent and per workflow. See docs/mcp.md.
         workflows: Agent Framework workflows to host, each under `/api/workflows/{Workflow.name}/...` (see
             `add_workflow`).
         http_streams: Serve HTTP functions through Azure Functions' HTTP streams (FastAPI request and response types,
@@ -200,18 +211,32 @@ class AgentFunctionApp(df.DFApp):
         """
         return orchestration_agent(context, self._agent_routes, agent_name)
 
-    def add_workflow(self, workflow: Workflow, *, retry: WorkflowRetryPolicy | None = None) -> None:
+    def add_workflow(
+        self,
+        workflow: Workflow,
+        *,
+        retry: WorkflowRetryPolicy | None = None,
+        enable_mcp_tool_trigger: bool | None = None,
+    ) -> None:
         """Host a workflow as built (nothing in it changes), under `/api/workflows/{workflow.name}/runs`.
 
         Args:
             workflow: A core `Workflow`; its agent nodes take their turns on conversation entities.
             retry: Retries of a failed executor activity or agent turn, with a durable backoff.
+            enable_mcp_tool_trigger: Expose this workflow as an MCP tool; None follows the app's setting.
 
         Raises:
-            ValueError: the name is invalid or taken, or the workflow uses a feature a replayed orchestration
-                cannot run (the message names it).
+            ValueError: the name is invalid or taken (as a workflow, or as an MCP tool), or the workflow uses a
+                feature a replayed orchestration cannot run (the message names it).
+            RuntimeError: an MCP tool is asked for with an azure-functions older than 1.26.
         """
+        expose = self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else enable_mcp_tool_trigger
+        if expose:
+            require_result_schema_support()
+            self.mcp_tools.require_free(workflow.name)
         self._workflows.add(workflow, retry)
+        if expose:
+            self._register_workflow_tool(self._workflows.routes[workflow.name])
 
     def _node_entity(self, entity_name: str, agent: SupportsAgentRun) -> ConversationEntity:
         """The conversation entity of a workflow's agent node: named for the node, so sessions keep nodes apart."""
@@ -242,6 +267,19 @@ class AgentFunctionApp(df.DFApp):
         async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
             return await run_agent_tool(context, client, agent, settings, clock)
 
+        self._register_tool_function(tool, mcp_tool)
+
+    def _register_workflow_tool(self, route: WorkflowRoute) -> None:
+        shape = workflow_input(route.name, route.workflow.get_start_executor().input_types)
+        tool = self.mcp_tools.add(workflow_tool(route.name, route.workflow.description, shape.tool_property()))
+        settings = self.settings
+
+        async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
+            return await run_workflow_tool(context, client, route, shape, settings)
+
+        self._register_tool_function(tool, mcp_tool)
+
+    def _register_tool_function(self, tool: McpTool, mcp_tool: Callable[..., Awaitable[str]]) -> None:
         mcp_tool.__name__ = tool.function_name
         with_client = self.durable_client_input(client_name="client")(mcp_tool)
         self.function_name(tool.function_name)(self.mcp_tool_trigger(**tool.trigger_arguments())(with_client))

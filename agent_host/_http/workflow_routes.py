@@ -4,126 +4,24 @@
 `GET .../runs/{runId}` reads it, `POST .../runs/{runId}/responses/{requestId}` answers one of its pending requests
 (including those of its sub-workflows, qualified `{executorId}~{n}~{requestId}`). The published host's
 `workflow/{name}/run`, `status/{instanceId}` and `respond/{instanceId}/{requestId}` answer in its shapes. Every
-route reads the run through the durable client's status; none knows how a run executes.
+route goes through `workflow_runs.WorkflowRuns`; none knows how a run executes.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import json
-import re
-import time
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import azure.durable_functions as df
 import azure.functions as func
-from agent_framework import Content
 
-from .._errors import (
-    IdempotencyConflictError,
-    InvalidRequestError,
-    RequestAnsweredError,
-    RequestNotFoundError,
-    RunNotFoundError,
-    StorageUnavailableError,
-    WorkflowNotFoundError,
-)
+from .._errors import InvalidRequestError, WorkflowNotFoundError
 from .._settings import HostSettings
-from .._workflows.codec import encode
-from .._workflows.contract import (
-    ANSWERED_KEY,
-    CHILDREN_KEY,
-    PENDING_KEY,
-    RESPONSE_FIELD,
-    RUN_ID_PATTERN,
-    STATUS_KEY,
-    WAITING_FOR_INPUT,
-    ResponseBody,
-    RunReadQuery,
-    RunStartBody,
-    WorkflowRoute,
-    coerce_response,
-    type_at,
-)
+from .._workflows.contract import ResponseBody, RunReadQuery, RunStartBody, WorkflowRoute
 from .requests import JSON_MEDIA_TYPE, body_text, idempotency_key, is_json_type, json_body, media_type, query
 from .responses import json_response, respond
-
-_SEPARATOR = "~"
-_TERMINAL = {
-    df.OrchestrationRuntimeStatus.Completed: "completed",
-    df.OrchestrationRuntimeStatus.Failed: "failed",
-    df.OrchestrationRuntimeStatus.Terminated: "terminated",
-}
-_FIRST_POLL_SECONDS = 0.01
-_MAX_POLL_SECONDS = 0.05
-_ACKNOWLEDGE_SECONDS = 5.0
-
-
-@dataclass
-class RunView:
-    """A run as the routes read it: its status, outputs, error, and every pending request (children included)."""
-
-    run_id: str
-    workflow: str
-    status: str
-    outputs: list[Any]
-    pending: list[dict[str, Any]]
-    answered: list[str]
-    error: dict[str, str] | None
-    runtime: df.DurableOrchestrationStatus
-
-    def body(self) -> dict[str, Any]:
-        """The run as `GET .../runs/{runId}` shows it."""
-        return {
-            "runId": self.run_id,
-            "workflow": self.workflow,
-            "status": self.status,
-            "outputs": self.outputs,
-            "pendingRequests": [
-                {"requestId": item["requestId"], "executorId": item["executorId"], "data": item["data"]}
-                for item in self.pending
-            ],
-            "error": self.error,
-        }
-
-    @property
-    def settled(self) -> bool:
-        """Whether a waiting caller can stop: the run ended or waits for input."""
-        return self.status != "running"
-
-
-class WorkflowRunClient:
-    """The durable client calls the workflow routes make, with host failures as `storage_unavailable`."""
-
-    def __init__(self, client: df.DurableOrchestrationClient) -> None:
-        self._client = client
-
-    async def status(self, instance_id: str, *, show_input: bool = False) -> df.DurableOrchestrationStatus | None:
-        """The instance's status, or None when it does not exist."""
-        try:
-            status = await self._client.get_status(instance_id, show_input=show_input)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
-        return status if status is not None and status.runtime_status is not None else None
-
-    async def start(self, orchestrator: str, instance_id: str, orchestration_input: dict[str, Any]) -> None:
-        """Start the orchestration under `instance_id`."""
-        try:
-            await self._client.start_new(orchestrator, instance_id=instance_id, client_input=orchestration_input)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
-
-    async def raise_response(self, instance_id: str, request_id: str, response: Any) -> None:
-        """Raise the response to `request_id` on the instance waiting for it."""
-        try:
-            await self._client.raise_event(instance_id, request_id, {RESPONSE_FIELD: response})
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
+from .workflow_runs import RunView, WorkflowRuns, validate_run_id
 
 
 class WorkflowRoutes:
@@ -146,11 +44,11 @@ class WorkflowRoutes:
         async def handle() -> func.HttpResponse:
             route = self._route(req)
             body = json_body(req, RunStartBody, self._settings.max_message_bytes, RunStartBody.shape)
-            runs = WorkflowRunClient(client)
-            run_id = await self._start(route, runs, body.input, idempotency_key(req))
-            view = await self._view(route, runs, run_id)
+            runs = WorkflowRuns(client)
+            run_id = await runs.start(route, body.input, idempotency_key(req))
+            view = await runs.view(route, run_id)
             if body.wait:
-                view = await self._wait(route, runs, run_id, view, body.timeout_seconds)
+                view = await runs.wait(route, view, body.timeout_seconds)
             return self._answer(req, route, view)
 
         return await respond(req, ("POST",), handle)
@@ -161,12 +59,12 @@ class WorkflowRoutes:
 
         async def handle() -> func.HttpResponse:
             route = self._route(req)
-            run_id = _run_id(req.route_params.get("runId", ""))
+            run_id = validate_run_id(req.route_params.get("runId", ""))
             wait = query(req, RunReadQuery)
-            runs = WorkflowRunClient(client)
-            view = await self._view(route, runs, run_id)
+            runs = WorkflowRuns(client)
+            view = await runs.view(route, run_id)
             if wait.timeout_seconds:
-                view = await self._wait(route, runs, run_id, view, wait.timeout_seconds)
+                view = await runs.wait(route, view, wait.timeout_seconds)
             return json_response(200, view.body())
 
         return await respond(req, ("GET",), handle)
@@ -176,10 +74,10 @@ class WorkflowRoutes:
 
         async def handle() -> func.HttpResponse:
             route = self._route(req)
-            run_id = _run_id(req.route_params.get("runId", ""))
+            run_id = validate_run_id(req.route_params.get("runId", ""))
             request_id = req.route_params.get("requestId", "")
             body = json_body(req, ResponseBody, self._settings.max_message_bytes, ResponseBody.shape)
-            await self._answer_request(route, WorkflowRunClient(client), run_id, request_id, body.response)
+            await WorkflowRuns(client).answer(route, run_id, request_id, body.response)
             return json_response(202, {"runId": run_id, "requestId": request_id, "status": "accepted"})
 
         return await respond(req, ("POST",), handle)
@@ -192,12 +90,12 @@ class WorkflowRoutes:
         async def handle() -> func.HttpResponse:
             route = self._route(req)
             value = _compat_input(req, self._settings.max_message_bytes)
-            runs = WorkflowRunClient(client)
+            runs = WorkflowRuns(client)
             requested = req.params.get("runId")
-            run_id = await self._start(route, runs, value, None, run_id=_run_id(requested) if requested else None)
+            run_id = await runs.start(route, value, None, run_id=validate_run_id(requested) if requested else None)
             if _flag(req, "waitForResponse", "x-ms-wait-for-response"):
                 seconds = _compat_timeout(req)
-                view = await self._wait(route, runs, run_id, await self._view(route, runs, run_id), seconds)
+                view = await runs.wait(route, await runs.view(route, run_id), seconds)
                 if view.status in ("completed", "failed"):
                     body: dict[str, Any] = {
                         "instanceId": run_id,
@@ -225,8 +123,8 @@ class WorkflowRoutes:
 
         async def handle() -> func.HttpResponse:
             route = self._route(req)
-            run_id = _run_id(req.route_params.get("instanceId", ""))
-            view = await self._view(route, WorkflowRunClient(client), run_id)
+            run_id = validate_run_id(req.route_params.get("instanceId", ""))
+            view = await WorkflowRuns(client).view(route, run_id)
             runtime = view.runtime
             body: dict[str, Any] = {
                 "instanceId": run_id,
@@ -259,10 +157,10 @@ class WorkflowRoutes:
 
         async def handle() -> func.HttpResponse:
             route = self._route(req)
-            run_id = _run_id(req.route_params.get("instanceId", ""))
+            run_id = validate_run_id(req.route_params.get("instanceId", ""))
             request_id = req.route_params.get("requestId", "")
             value = _json_value(req, self._settings.max_message_bytes)
-            await self._answer_request(route, WorkflowRunClient(client), run_id, request_id, value)
+            await WorkflowRuns(client).answer(route, run_id, request_id, value)
             return json_response(
                 200, {"message": "Response delivered successfully", "instanceId": run_id, "requestId": request_id}
             )
@@ -278,150 +176,11 @@ class WorkflowRoutes:
             raise WorkflowNotFoundError(name, sorted(self._workflows))
         return route
 
-    async def _start(
-        self,
-        route: WorkflowRoute,
-        runs: WorkflowRunClient,
-        value: Any,
-        key: str | None,
-        *,
-        run_id: str | None = None,
-    ) -> str:
-        try:
-            coerced = route.coerce_input(value)
-        except ValueError as exc:
-            raise InvalidRequestError(f"The input does not fit: {exc}.", code="invalid_workflow_input") from None
-        orchestration_input = {"input": encode(coerced)}
-        if key is not None:
-            # The key names the run: a retry finds the run it started instead of starting another.
-            run_id = "k" + hashlib.sha256(f"{route.name}\n{key}".encode()).hexdigest()[:40]
-            known = await runs.status(run_id, show_input=True)
-            if known is not None:
-                stored = json.loads(known.input_) if isinstance(known.input_, str) else known.input_
-                if known.name != route.orchestrator_name or stored != orchestration_input:
-                    raise IdempotencyConflictError(key, original_run_id=run_id)
-                return run_id
-        run_id = run_id or uuid.uuid4().hex
-        await runs.start(route.orchestrator_name, run_id, orchestration_input)
-        return run_id
-
-    async def _view(self, route: WorkflowRoute, runs: WorkflowRunClient, run_id: str) -> RunView:
-        status = await runs.status(run_id)
-        if status is None or status.name != route.orchestrator_name:
-            raise RunNotFoundError(route.name, run_id)
-        custom = status.custom_status if isinstance(status.custom_status, dict) else {}
-        state = _TERMINAL.get(status.runtime_status)
-        if state is None:
-            state = WAITING_FOR_INPUT if custom.get(STATUS_KEY) == WAITING_FOR_INPUT else "running"
-        pending = await self._pending(runs, custom, "") if state in ("running", WAITING_FOR_INPUT) else []
-        if pending and state == "running":
-            # A sub-workflow waiting for input keeps its parent's superstep open: the run waits for input.
-            state = WAITING_FOR_INPUT
-        outputs: list[Any] = []
-        error = None
-        if state == "completed" and isinstance(status.output, dict):
-            outputs = list(status.output.get("outputs", []))
-        elif state == "failed":
-            error = {"code": "workflow_failed", "message": _failure(status.output)}
-        answered = list(custom.get(ANSWERED_KEY, []))
-        return RunView(run_id, route.name, state, outputs, pending, answered, error, status)
-
-    async def _pending(self, runs: WorkflowRunClient, custom: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
-        found = [
-            {**item, "requestId": f"{prefix}{item['requestId']}"}
-            for item in custom.get(PENDING_KEY, [])
-            if isinstance(item, dict)
-        ]
-        ordinals: dict[str, int] = {}
-        for child_id, executor_id in dict(custom.get(CHILDREN_KEY, {})).items():
-            ordinal = ordinals.get(executor_id, 0)
-            ordinals[executor_id] = ordinal + 1
-            child = await runs.status(child_id)
-            if child is not None and isinstance(child.custom_status, dict) and child.runtime_status not in _TERMINAL:
-                qualified = f"{prefix}{executor_id}{_SEPARATOR}{ordinal}{_SEPARATOR}"
-                found.extend(await self._pending(runs, child.custom_status, qualified))
-        return found
-
-    async def _wait(
-        self, route: WorkflowRoute, runs: WorkflowRunClient, run_id: str, view: RunView, seconds: float
-    ) -> RunView:
-        deadline = time.monotonic() + seconds
-        pause = _FIRST_POLL_SECONDS
-        while not view.settled and time.monotonic() < deadline:
-            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(pause * 1.5, _MAX_POLL_SECONDS)
-            view = await self._view(route, runs, run_id)
-        return view
-
     def _answer(self, req: func.HttpRequest, route: WorkflowRoute, view: RunView) -> func.HttpResponse:
-        if view.status in _TERMINAL.values():
+        if view.ended:
             return json_response(200, view.body())
         location = f"{_base_url(req)}/workflows/{route.name}/runs/{view.run_id}"
         return json_response(202, view.body(), headers={"Location": location})
-
-    async def _answer_request(
-        self, route: WorkflowRoute, runs: WorkflowRunClient, run_id: str, request_id: str, value: Any
-    ) -> None:
-        view = await self._view(route, runs, run_id)
-        request = next((item for item in view.pending if item["requestId"] == request_id), None)
-        if request is None:
-            if request_id in view.answered:
-                raise RequestAnsweredError(run_id, request_id)
-            raise RequestNotFoundError(run_id, request_id, [item["requestId"] for item in view.pending])
-        try:
-            coerce_response(value, type_at(request.get("responseType")), _request_data(request))
-        except ValueError as exc:
-            raise InvalidRequestError(
-                f"The response to request '{request_id}' does not fit: {exc}.", code="invalid_response"
-            ) from None
-        owner, bare = await self._owner(runs, run_id, request_id)
-        await runs.raise_response(owner, bare, value)
-        # Answer once the run has taken the response, so a repeated answer reads 409 and a read after this one
-        # no longer lists the request (two answers racing each other can still both be accepted; the run takes
-        # the first).
-        deadline = time.monotonic() + _ACKNOWLEDGE_SECONDS
-        pause = _FIRST_POLL_SECONDS
-        while time.monotonic() < deadline:
-            view = await self._view(route, runs, run_id)
-            if all(item["requestId"] != request_id for item in view.pending):
-                return
-            await asyncio.sleep(pause)
-            pause = min(pause * 1.5, _MAX_POLL_SECONDS)
-
-    async def _owner(self, runs: WorkflowRunClient, instance_id: str, request_id: str) -> tuple[str, str]:
-        """The instance that waits for a (possibly qualified) request id, and the request's own id."""
-        parts = request_id.split(_SEPARATOR, 2)
-        if len(parts) < 3 or not parts[1].isdigit():
-            return instance_id, request_id
-        executor_id, ordinal, rest = parts[0], int(parts[1]), parts[2]
-        status = await runs.status(instance_id)
-        custom = status.custom_status if status is not None and isinstance(status.custom_status, dict) else {}
-        children = [child for child, owner in dict(custom.get(CHILDREN_KEY, {})).items() if owner == executor_id]
-        if ordinal >= len(children):
-            return instance_id, request_id
-        return await self._owner(runs, children[ordinal], rest)
-
-
-def _request_data(request: Mapping[str, Any]) -> Any:
-    data = request.get("data")
-    if request.get("requestType") == "Content" and isinstance(data, dict):
-        return Content.from_dict(data)
-    return data
-
-
-def _failure(output: Any) -> str:
-    text = output if isinstance(output, str) else str(output or "")
-    return text.split("\n", 1)[0].strip() or "The workflow run failed."
-
-
-def _run_id(value: str) -> str:
-    if not re.fullmatch(RUN_ID_PATTERN, value or ""):
-        raise InvalidRequestError(
-            f"Run id {value!r} is not 1-64 letters, digits, '_' or '-' starting with a letter or digit; use the "
-            "runId a start returned.",
-            code="invalid_run_id",
-        )
-    return value
 
 
 def _base_url(req: func.HttpRequest) -> str:

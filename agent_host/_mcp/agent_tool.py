@@ -10,7 +10,6 @@ of HTTP or of how the entity runs a turn.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import uuid
 from collections.abc import Mapping
@@ -35,15 +34,14 @@ from .._errors import (
     ConversationNotFoundError,
     IdempotencyConflictError,
     InvalidRequestError,
-    MessageTooLargeError,
     TurnExpiredError,
     internal_error,
 )
 from .._http.durable_client import ConversationClient
-from .._http.requests import IDEMPOTENCY_KEY_PATTERN
 from .._settings import HostSettings
+from .arguments import idempotency_key_argument, require_size_within, text_argument, tool_arguments
 from .results import answer_result, error_result, pending_result
-from .tools import IDEMPOTENCY_KEY_PROPERTY, LEGACY_THREAD_ID_PROPERTY, QUERY_PROPERTY, SESSION_ID_PROPERTY
+from .tools import LEGACY_THREAD_ID_PROPERTY, QUERY_PROPERTY, SESSION_ID_PROPERTY
 
 logger = logging.getLogger("agent_host.mcp")
 
@@ -80,28 +78,15 @@ def parse_agent_tool_call(context: str, agent_name: str, max_message_bytes: int)
             malformed, or sessionId and threadId disagree.
         MessageTooLargeError: the query is over the message size limit.
     """
-    try:
-        data = json.loads(context)
-    except (TypeError, ValueError):
-        raise InvalidRequestError("The MCP tool invocation context is not JSON.", code="invalid_json") from None
-    arguments = data.get("arguments") if isinstance(data, dict) else None
-    if not isinstance(arguments, dict):
-        arguments = {}
+    arguments = tool_arguments(context)
     query = arguments.get(QUERY_PROPERTY)
     if not isinstance(query, str) or not query.strip():
         raise InvalidRequestError(
             f"The {QUERY_PROPERTY!r} argument is required: send the message for the agent as a non-empty string.",
             code="missing_message",
         )
-    size = len(query.encode("utf-8", "surrogatepass"))
-    if size > max_message_bytes:
-        raise MessageTooLargeError(size, max_message_bytes, what="query")
-    key = _text_argument(arguments, IDEMPOTENCY_KEY_PROPERTY, "invalid_idempotency_key")
-    if key is not None and not IDEMPOTENCY_KEY_PATTERN.fullmatch(key):
-        raise InvalidRequestError(
-            f"The {IDEMPOTENCY_KEY_PROPERTY!r} argument must be 1-255 visible ASCII characters (a UUID works well).",
-            code="invalid_idempotency_key",
-        )
+    require_size_within(query, max_message_bytes, "query")
+    key = idempotency_key_argument(arguments)
     session_id = _session_id(arguments)
     if session_id is None:
         session_id = _derived_session_id(agent_name, key) if key is not None else uuid.uuid4().hex
@@ -113,23 +98,6 @@ def parse_agent_tool_call(context: str, agent_name: str, max_message_bytes: int)
     )
 
 
-def _text_argument(arguments: Mapping[str, Any], name: str, code: str) -> str | None:
-    """An optional string argument; absent, null or blank is None.
-
-    Raises:
-        InvalidRequestError: the argument is not a string (with `code`).
-    """
-    value = arguments.get(name)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise InvalidRequestError(
-            f"The {name!r} argument must be a string, got {type(value).__name__} ({json.dumps(value)[:80]}).",
-            code=code,
-        )
-    return value
-
-
 def _session_id(arguments: Mapping[str, Any]) -> str | None:
     """The conversation the call continues: `sessionId`, or the legacy `threadId`; None for a new one.
 
@@ -139,7 +107,7 @@ def _session_id(arguments: Mapping[str, Any]) -> str | None:
     given = {
         name: value
         for name in (SESSION_ID_PROPERTY, LEGACY_THREAD_ID_PROPERTY)
-        if (value := _text_argument(arguments, name, "invalid_conversation_id")) is not None
+        if (value := text_argument(arguments, name, "invalid_conversation_id")) is not None
     }
     if len(set(given.values())) > 1:
         listed = ", ".join(f"{name}={value!r}" for name, value in given.items())

@@ -1,7 +1,7 @@
 """The MCP tools an app exposes: their names, descriptions and properties, as the `mcpToolTrigger` binding takes them.
 
-One registry holds every tool of an app, so names stay unique across kinds: an agent tool today; a hosted workflow
-tool is another `McpTool` with its own properties and target. Knows the binding's fields, not how a call runs.
+One registry holds every tool of an app, so names stay unique across kinds: agent tools and hosted workflow tools.
+Knows the binding's fields, not how a call runs.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import azure.functions as func
 
-# What a tool runs when called. Hosted workflows are not built yet; their tools will be a second kind.
-ToolTarget = Literal["agent"]
+# What a tool runs when called: a turn of an agent's conversation, or a run of a hosted workflow.
+ToolTarget = Literal["agent", "workflow"]
 
 # Tool functions get names no route or entity function can take: routes are `api_*`, entities `conversation_*`.
 FUNCTION_PREFIX = "mcptool_"
@@ -22,6 +22,10 @@ QUERY_PROPERTY = "query"
 SESSION_ID_PROPERTY = "sessionId"
 LEGACY_THREAD_ID_PROPERTY = "threadId"
 IDEMPOTENCY_KEY_PROPERTY = "idempotencyKey"
+INPUT_PROPERTY = "input"
+RUN_ID_PROPERTY = "runId"
+REQUEST_ID_PROPERTY = "requestId"
+RESPONSE_PROPERTY = "response"
 # azure-functions writes `useResultSchema` into the binding from 1.26 on; older versions drop the argument without a
 # word, and the extension would then show clients our result envelope as plain text instead of a (failed) result.
 MIN_AZURE_FUNCTIONS = (1, 26)
@@ -35,6 +39,7 @@ class ToolProperty:
     type: str
     description: str
     required: bool = False
+    is_array: bool = False
 
     def to_binding(self) -> dict[str, Any]:
         """The property as one entry of the binding's `toolProperties` JSON array."""
@@ -43,7 +48,7 @@ class ToolProperty:
             "propertyType": self.type,
             "description": self.description,
             "isRequired": self.required,
-            "isArray": False,
+            "isArray": self.is_array,
         }
 
 
@@ -52,7 +57,7 @@ class McpTool:
     """A tool clients see in `tools/list`, and the function that serves it.
 
     Attributes:
-        name: The tool name clients call (an agent's name).
+        name: The tool name clients call (an agent's or a workflow's name).
         description: What the tool does, shown to clients and their models.
         properties: The tool's arguments.
         target: What a call runs.
@@ -108,11 +113,71 @@ def agent_tool(agent_name: str, description: str | None) -> McpTool:
     )
 
 
+# The properties of a workflow tool after its `input` (whose type follows the workflow's start executor).
+WORKFLOW_RUN_PROPERTIES = (
+    ToolProperty(
+        RUN_ID_PROPERTY,
+        "string",
+        "Instead of input: the run to read, or to answer, the runId an earlier call returned. The call waits for the "
+        "run and returns its outputs, or the requests it waits for.",
+    ),
+    ToolProperty(
+        REQUEST_ID_PROPERTY,
+        "string",
+        "With runId: the pending request to answer (a requestId from the run's pendingRequests). Send the answer as "
+        "response.",
+    ),
+    ToolProperty(
+        RESPONSE_PROPERTY,
+        "string",
+        'With runId and requestId: the answer to that request, as JSON (true, 3, "text", {"approved": true}); text '
+        "that is not JSON is sent as text.",
+    ),
+    ToolProperty(
+        IDEMPOTENCY_KEY_PROPERTY,
+        "string",
+        "Optional, with input: a unique key for this call (a UUID works). Calling again with the same key and input "
+        "returns the run the first call started instead of starting another; reuse it only to retry this call.",
+    ),
+)
+
+
+def workflow_tool(workflow_name: str, description: str | None, input_property: ToolProperty) -> McpTool:
+    """The tool of a hosted workflow: named after it, starting a run with `input`, reading or answering one by runId.
+
+    No property is required (the extension would refuse a call that reads a run by runId without input); the tool
+    function says what is missing instead.
+    """
+    return McpTool(
+        name=workflow_name,
+        description=(description or "").strip()
+        or f"Run the {workflow_name} workflow: send input to start a run, or runId to read a run or answer a request "
+        "it waits for.",
+        properties=(input_property, *WORKFLOW_RUN_PROPERTIES),
+        target="workflow",
+        function_name=f"{FUNCTION_PREFIX}{workflow_name.lower()}",
+    )
+
+
 class McpToolRegistry:
     """The app's MCP tools by name; the Functions MCP extension refuses two tools whose names differ only in case."""
 
     def __init__(self) -> None:
         self._tools: dict[str, McpTool] = {}
+
+    def require_free(self, name: str) -> None:
+        """Refuse a tool name that is taken, before anything is registered under it.
+
+        Raises:
+            ValueError: another tool has the same name, ignoring case.
+        """
+        clash = self._tools.get(name.lower())
+        if clash is not None:
+            raise ValueError(
+                f"MCP tool name {name!r} is taken (by the {clash.target} tool {clash.name!r}); MCP clients "
+                "tell tools apart by name, ignoring case. Give one of them another name, or turn off the tool of one "
+                "(enable_mcp_tool_trigger=False on add_agent or add_workflow)."
+            )
 
     def add(self, tool: McpTool) -> McpTool:
         """Register a tool and return it.
@@ -120,12 +185,7 @@ class McpToolRegistry:
         Raises:
             ValueError: another tool has the same name, ignoring case.
         """
-        clash = self._tools.get(tool.name.lower())
-        if clash is not None:
-            raise ValueError(
-                f"MCP tool name {tool.name!r} is taken (by the {clash.target} tool {clash.name!r}); MCP clients "
-                "tell tools apart by name, ignoring case. Give one of them another name."
-            )
+        self.require_free(tool.name)
         self._tools[tool.name.lower()] = tool
         return tool
 

@@ -101,7 +101,9 @@ class WorkflowFunctions:
         initial = plan.initial_states
         timeout = self._timeout
 
-        def executor_activity(payload: dict[str, Any]) -> dict[str, Any]:
+        # Plain `dict`, not `dict[str, Any]`: the Python worker refuses a binding or return annotation that is not a
+        # type (FunctionLoadError "invalid non-type annotation"), and the app would not load at all.
+        def executor_activity(payload: dict) -> dict:  # type: ignore[type-arg]
             return run_executor_activity(workflow, payload, initial.get(payload["executorId"]), timeout)
 
         executor_activity.__name__ = plan.activity_name

@@ -1,8 +1,10 @@
-"""Contract: the metadata the worker sends for agent MCP tools is the `mcpToolTrigger` binding the extension reads.
+"""Contract: the metadata the worker sends for MCP tools is the `mcpToolTrigger` binding the extension reads.
 
 The binding's fields (`toolName`, `description`, `toolProperties` as a JSON string of property objects,
-`useResultSchema`) are the ones the Functions MCP extension's `McpToolTriggerAttribute` takes; the properties keep
-the published agent-framework-azurefunctions host's `query` and `sessionId`, so its clients work unchanged.
+`useResultSchema`) are the ones the Functions MCP extension's `McpToolTriggerAttribute` takes; agent tools keep
+the published agent-framework-azurefunctions host's `query` and `sessionId`, so its clients work unchanged, and
+workflow tools take an `input` typed after the start executor's input, plus `runId`, `requestId`, `response` and
+`idempotencyKey`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import re
 import subprocess
 import sys
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 
 import azure.functions as func
 import pytest
+from agent_framework import Executor, WorkflowBuilder, WorkflowContext, handler
 from conftest import ScriptedChatClient, build_app, make_agent
 from hosting import child_pythonpath
 from worker_metadata import ROOT, FunctionMetadata, IndexedApp, index
@@ -27,10 +31,38 @@ from agent_host._local_host.mcp_tools import discover_mcp_tools
 FUNCTION_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,127}$")
 
 
+class Digest(Executor):
+    """A workflow start that takes text."""
+
+    @handler
+    async def digest(self, text: str, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(text[:10])
+
+
+@dataclass
+class Shipment:
+    """A structured workflow input."""
+
+    sku: str
+    count: int
+
+
+class Ship(Executor):
+    """A workflow start that takes a dataclass."""
+
+    @handler
+    async def ship(self, shipment: Shipment, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(f"{shipment.count} x {shipment.sku}")
+
+
 def mcp_app() -> IndexedApp:
     app = build_app(
         make_agent(ScriptedChatClient(), "Support", description="Answers support questions."),
         make_agent(ScriptedChatClient(), "billing-v2"),
+        workflows=[
+            WorkflowBuilder(name="Digest", start_executor=Digest(id="digest"), description="Digests text.").build(),
+            WorkflowBuilder(name="ship", start_executor=Ship(id="ship")).build(),
+        ],
         enable_mcp_tool_trigger=True,
     )
     return IndexedApp(app, index(app))
@@ -45,7 +77,7 @@ def test_each_agent_tool_is_one_function_with_a_durable_client_and_the_tool_trig
 
     functions = tool_functions(indexed)
 
-    assert sorted(functions) == ["mcptool_billing-v2", "mcptool_support"]
+    assert sorted(functions) == ["mcptool_billing-v2", "mcptool_digest", "mcptool_ship", "mcptool_support"]
     support = functions["mcptool_support"]
     trigger = dict(support.trigger)
     properties = json.loads(trigger.pop("toolProperties"))
@@ -76,6 +108,44 @@ def test_the_tool_keeps_the_published_hosts_name_and_properties() -> None:
     assert kinds["sessionId"] == ("string", False)
 
 
+def test_each_workflow_tool_is_one_function_with_a_durable_client_and_the_tool_trigger() -> None:
+    functions = tool_functions(mcp_app())
+
+    digest = functions["mcptool_digest"]
+    trigger = dict(digest.trigger)
+    properties = json.loads(trigger.pop("toolProperties"))
+    assert trigger == {
+        "direction": "IN",
+        "dataType": "UNDEFINED",
+        "type": "mcpToolTrigger",
+        "name": "context",
+        "toolName": "Digest",
+        "description": "Digests text.",
+        "useResultSchema": True,
+    }
+    assert [(p["propertyName"], p["propertyType"], p["isRequired"], p["isArray"]) for p in properties] == [
+        ("input", "string", False, False),
+        ("runId", "string", False, False),
+        ("requestId", "string", False, False),
+        ("response", "string", False, False),
+        ("idempotencyKey", "string", False, False),
+    ]
+    assert all(set(p) == {"propertyName", "propertyType", "description", "isRequired", "isArray"} for p in properties)
+    assert digest.bindings_of_type("durableClient") == [{"direction": "IN", "type": "durableClient", "name": "client"}]
+    assert len(digest.bindings) == 2
+
+
+def test_a_workflow_tools_input_follows_its_start_executors_input_type() -> None:
+    trigger = tool_functions(mcp_app())["mcptool_ship"].trigger
+
+    shipment = json.loads(trigger["toolProperties"])[0]
+
+    assert trigger["toolName"] == "ship"
+    assert trigger["description"].startswith("Run the ship workflow: send input to start a run")
+    assert (shipment["propertyName"], shipment["propertyType"], shipment["isRequired"]) == ("input", "object", False)
+    assert '"properties":{"sku":{"type":"string"},"count":{"type":"integer"}}' in shipment["description"]
+
+
 def test_tool_function_names_are_valid_and_unique_among_all_functions() -> None:
     names = [f.name for f in mcp_app().functions]
 
@@ -95,6 +165,19 @@ def test_the_worker_accepts_the_tool_functions_parameters_and_return() -> None:
         assert converter.has_implicit_output()
         assert hints["return"] is str
         assert converter.encode('{"type": "call_tool_result"}', expected_type=str).type == "string"
+
+
+def test_every_function_of_an_app_with_workflows_has_annotations_the_worker_accepts() -> None:
+    # The worker refuses a parameter or return annotation that is not a type (`dict[str, Any]`, say) with
+    # FunctionLoadError "invalid non-type annotation", and then loads none of the app's functions.
+    refused = {
+        (function.name, name): hint
+        for function in mcp_app().functions
+        for name, hint in typing.get_type_hints(function.user_function).items()
+        if not isinstance(hint, type)
+    }
+
+    assert refused == {}
 
 
 def test_the_local_host_serves_exactly_the_tools_the_host_is_sent() -> None:
@@ -122,15 +205,17 @@ def test_an_app_without_mcp_enabled_sends_no_tool_functions() -> None:
 
 
 WORKER_APP = """
-from agent_framework import Agent
+from agent_framework import Agent, AgentExecutor, WorkflowBuilder
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
 
+writer = AgentExecutor(Agent(OfflineChatClient(), "x", name="writer"), id="writer")
 app = AgentFunctionApp([Agent(OfflineChatClient(), "x", name="assistant")], settings=HostSettings(),
+                       workflows=[WorkflowBuilder(name="review", start_executor=writer).build()],
                        enable_mcp_tool_trigger=True)
 """
 
 
-def test_the_real_worker_indexes_an_agent_tool_and_binds_its_context_and_client(tmp_path: Path) -> None:
+def test_the_real_worker_indexes_agent_and_workflow_tools_and_binds_their_context_and_client(tmp_path: Path) -> None:
     pytest.importorskip("azure_functions_runtime", reason="the worker's indexing package needs Python 3.13+")
     (tmp_path / "function_app.py").write_text(WORKER_APP, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
@@ -143,6 +228,7 @@ def test_the_real_worker_indexes_an_agent_tool_and_binds_its_context_and_client(
 
     assert completed.returncode == 0, completed.stderr
     report = {entry["name"]: entry for entry in json.loads(completed.stdout.strip().splitlines()[-1])}
-    tool = report["mcptool_assistant"]
-    assert (tool["isHttp"], tool["inputs"]) == (False, {"context": "mcpToolTrigger", "client": "generic"})
-    assert tool["rawBindings"][1]["useResultSchema"] is True
+    for name in ("mcptool_assistant", "mcptool_review"):
+        tool = report[name]
+        assert (tool["isHttp"], tool["inputs"]) == (False, {"context": "mcpToolTrigger", "client": "generic"})
+        assert tool["rawBindings"][1]["useResultSchema"] is True

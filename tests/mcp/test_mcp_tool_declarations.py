@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from agent_framework import Message
 from conftest import ScriptedChatClient, build_app, make_agent
 
 from agent_host import InvalidRequestError
 from agent_host._mcp.agent_tool import parse_agent_tool_call
 from agent_host._mcp.results import answer_result, error_result
-from agent_host._mcp.tools import McpToolRegistry, agent_tool, require_result_schema_support
+from agent_host._mcp.tools import McpToolRegistry, agent_tool, require_result_schema_support, workflow_tool
+from agent_host._mcp.workflow_input import workflow_input
 
 
 def context(**arguments: object) -> str:
@@ -126,3 +130,64 @@ def test_a_turn_waiting_for_tool_approval_says_so_and_where_to_answer() -> None:
     assert result["structuredContent"]["approvalRequests"] == approvals
     assert "delete_file (approval id ap-1)" in result["content"][2]["text"]
     assert "POST /api/agents/assistant/conversations/c1/turns" in result["content"][2]["text"]
+
+
+@dataclass
+class Article:
+    """A structured input with a field named `title` (pydantic also names every schema `title`)."""
+
+    title: str
+    words: int = 100
+
+
+def test_a_workflow_that_takes_text_has_a_string_input_that_is_never_decoded() -> None:
+    shape = workflow_input("digest", [Message, str])
+
+    assert (shape.type, shape.is_array) == ("string", False)
+    assert shape.tool_property().to_binding()["propertyType"] == "string"
+    assert shape.value('{"not": "decoded"}') == '{"not": "decoded"}'
+
+
+def test_a_structured_input_is_an_object_whose_schema_keeps_a_field_named_title() -> None:
+    shape = workflow_input("publish", [Article])
+
+    assert shape.type == "object"
+    assert (
+        'of schema {"description":"A structured input with a field named `title` (pydantic also names every schema '
+        '`title`).","properties":{"title":{"type":"string"},"words":{"default":100,"type":"integer"}},"required":'
+        '["title"],"type":"object"}'
+    ) in shape.description
+    assert shape.value('{"title": "Hi"}') == {"title": "Hi"}
+    assert shape.value({"title": "Hi"}) == {"title": "Hi"}
+    assert shape.value("not JSON") == "not JSON"  # passed on: the start refuses it, naming the type it takes
+
+
+@pytest.mark.parametrize(
+    ("input_types", "kind", "is_array"),
+    [
+        ([int], "integer", False),
+        ([float], "number", False),
+        ([bool], "boolean", False),
+        ([list[str]], "string", True),
+        ([list[Article]], "object", True),
+        ([dict[str, int]], "object", False),
+        ([Article, dict[str, str]], "object", False),
+        ([Message], "string", False),
+    ],
+)
+def test_a_workflow_input_type_becomes_the_json_type_of_its_property(
+    input_types: list[Any], kind: str, is_array: bool
+) -> None:
+    shape = workflow_input("wf", input_types)
+
+    assert (shape.type, shape.is_array, shape.decodes_text) == (kind, is_array, True)
+
+
+def test_a_workflow_tool_takes_no_required_property_and_is_named_after_the_workflow() -> None:
+    tool = workflow_tool("Review", None, workflow_input("Review", [str]).tool_property())
+
+    binding = tool.trigger_arguments()
+
+    assert (tool.function_name, tool.target, binding["tool_name"]) == ("mcptool_review", "workflow", "Review")
+    assert [p["isRequired"] for p in json.loads(binding["tool_properties"])] == [False] * 5
+    assert workflow_tool("Review", " Reviews drafts. ", tool.properties[0]).description == "Reviews drafts."

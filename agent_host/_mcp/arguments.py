@@ -1,0 +1,73 @@
+"""Reading a tool call's arguments from the extension's invocation context, the same way for every kind of tool.
+
+The extension hands a tool function `{"name", "arguments", "sessionid", "transport", ...}` as JSON; absent, null and
+blank arguments count as absent, as in the published host. Knows the context's shape, not what any tool does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .._errors import InvalidRequestError, MessageTooLargeError
+from .._http.requests import IDEMPOTENCY_KEY_PATTERN
+from .tools import IDEMPOTENCY_KEY_PROPERTY
+
+
+def tool_arguments(context: str) -> dict[str, Any]:
+    """The call's arguments (empty when it sent none).
+
+    Raises:
+        InvalidRequestError: the context is not JSON (`invalid_json`).
+    """
+    try:
+        data = json.loads(context)
+    except (TypeError, ValueError):
+        raise InvalidRequestError("The MCP tool invocation context is not JSON.", code="invalid_json") from None
+    arguments = data.get("arguments") if isinstance(data, dict) else None
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def text_argument(arguments: Mapping[str, Any], name: str, code: str) -> str | None:
+    """An optional string argument; absent, null or blank is None.
+
+    Raises:
+        InvalidRequestError: the argument is not a string (with `code`).
+    """
+    value = arguments.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequestError(
+            f"The {name!r} argument must be a string, got {type(value).__name__} ({json.dumps(value)[:80]}).",
+            code=code,
+        )
+    return value
+
+
+def idempotency_key_argument(arguments: Mapping[str, Any]) -> str | None:
+    """The caller's idempotency key, or None.
+
+    Raises:
+        InvalidRequestError: it is not 1-255 visible ASCII characters (`invalid_idempotency_key`).
+    """
+    key = text_argument(arguments, IDEMPOTENCY_KEY_PROPERTY, "invalid_idempotency_key")
+    if key is not None and not IDEMPOTENCY_KEY_PATTERN.fullmatch(key):
+        raise InvalidRequestError(
+            f"The {IDEMPOTENCY_KEY_PROPERTY!r} argument must be 1-255 visible ASCII characters (a UUID works well).",
+            code="invalid_idempotency_key",
+        )
+    return key
+
+
+def require_size_within(value: Any, limit: int, what: str) -> None:
+    """Refuse an argument whose UTF-8 size (as text, or as JSON when it is not text) is over `limit` bytes.
+
+    Raises:
+        MessageTooLargeError: naming `what`.
+    """
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise MessageTooLargeError(size, limit, what=what)
