@@ -1,0 +1,1 @@
+"""Hosted workflows: Agent Framework workflows run as orchestrations, agent nodes as conversation turns."""
