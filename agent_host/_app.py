@@ -17,8 +17,11 @@ from ._contract import AgentRoute
 from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
+from ._http.conversation_list import ConversationListRoute
 from ._http.routes import Routes
 from ._http.workflow_routes import WorkflowRoutes
+from ._inspector.routes import InspectorRoutes
+from ._inspector.settings import inspector_from_settings
 from ._mcp import McpTool, McpToolRegistry, agent_tool, require_result_schema_support, run_agent_tool
 from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
 from ._retention_settings import RetentionModeName
@@ -59,6 +62,9 @@ class AgentFunctionApp(df.DFApp):
             `mcpToolTrigger`); `add_agent(enable_mcp_tool_trigger=...)` decides per agent. See docs/mcp.md.
         workflows: Agent Framework workflows to host, each under `/api/workflows/{Workflow.name}/...` (see
             `add_workflow`).
+        inspector: Serve the inspector page at `/api/inspector` (behind the function key like every route); None
+            reads the `AGENT_HOST_INSPECTOR` app setting (off unless set; `python -m agent_host serve` sets it).
+            See docs/inspector.md.
 
     Raises:
         ValueError: an agent has no name, an invalid one, or one already registered; a workflow cannot be hosted.
@@ -74,6 +80,7 @@ class AgentFunctionApp(df.DFApp):
         clock: Clock = SYSTEM_CLOCK,
         enable_mcp_tool_trigger: bool = False,
         workflows: Sequence[Workflow] = (),
+        inspector: bool | None = None,
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
         self.clock = clock
@@ -86,6 +93,10 @@ class AgentFunctionApp(df.DFApp):
         self._register_routes(Routes(self._agent_routes, self.settings, clock))
         self._workflows = WorkflowFunctions(self, self._node_entity, self.settings.run_timeout_seconds)
         self._register_workflow_routes(WorkflowRoutes(self._workflows.routes, self.settings))
+        self._register_conversation_list(ConversationListRoute(self._agent_routes))
+        self.inspector = inspector_from_settings() if inspector is None else inspector
+        if self.inspector:
+            self._register_inspector(InspectorRoutes(self._agent_routes, self._workflows.routes))
         for agent in agents:
             self.add_agent(agent)
         for workflow in workflows:
@@ -260,6 +271,38 @@ class AgentFunctionApp(df.DFApp):
         @self.durable_client_input(client_name="client")
         async def agent_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
             return await routes.run(req, client)
+
+    def _register_conversation_list(self, route: ConversationListRoute) -> None:
+        @self.function_name("api_conversations")
+        @self.route(route="agents/{agent}/conversations", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def conversations(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await route.conversations(req, client)
+
+    def _register_inspector(self, routes: InspectorRoutes) -> None:
+        @self.function_name("api_inspector")
+        @self.route(route="inspector", methods=_ALL_METHODS)
+        async def inspector_page(req: func.HttpRequest) -> func.HttpResponse:
+            return await routes.page(req)
+
+        @self.function_name("api_inspector_app")
+        @self.route(route="inspector/app", methods=_ALL_METHODS)
+        async def inspector_app(req: func.HttpRequest) -> func.HttpResponse:
+            return await routes.hosted(req)
+
+        @self.function_name("api_inspector_conversation")
+        @self.route(route=f"inspector/{CONVERSATION_ROUTE}", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def inspector_conversation(
+            req: func.HttpRequest, client: df.DurableOrchestrationClient
+        ) -> func.HttpResponse:
+            return await routes.conversation(req, client)
+
+        @self.function_name("api_inspector_runs")
+        @self.route(route="inspector/workflows/{workflow}/runs", methods=_ALL_METHODS)
+        @self.durable_client_input(client_name="client")
+        async def inspector_runs(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+            return await routes.runs(req, client)
 
     def _register_workflow_routes(self, routes: WorkflowRoutes) -> None:
         runs = "workflows/{workflow}/runs"
