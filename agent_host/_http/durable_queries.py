@@ -3,7 +3,8 @@
 The extension answers `GET entities/{entityName}` (its entity query) and `GET instances` (its instance query) on the
 same endpoint as every other client call, the binding's `rpcBaseUrl`; both page with the `x-ms-continuation-token`
 header. The SDK offers neither with paging, so these send the requests themselves. A host that cannot answer is
-`storage_unavailable` (503), as for every other durable client call.
+`storage_unavailable` (503), as for every other durable client call; a query it refuses (400, a continuation token it
+did not make) is the caller's `invalid_query`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 import azure.durable_functions as df
 
-from .._errors import StorageUnavailableError
+from .._errors import InvalidRequestError, StorageUnavailableError
 
 CONTINUATION_HEADER = "x-ms-continuation-token"
 _QUERY_TIMEOUT_SECONDS = 30.0
@@ -68,6 +69,13 @@ async def _page(
             aiohttp.ClientSession(timeout=timeout) as session,
             session.get(url, headers=headers) as response,
         ):
+            if response.status == 400:
+                # A continuation token the host did not make (or no longer reads): the caller's to fix.
+                raise InvalidRequestError(
+                    f"The durable host refused the query of {path} (400): the continuationToken is not one it "
+                    "returned. Send none to start from the first page.",
+                    code="invalid_query",
+                )
             if response.status != 200:
                 raise StorageUnavailableError(f"the durable host answered {response.status} to a query of {path}")
             body = await response.json(content_type=None)

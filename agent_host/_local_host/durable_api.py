@@ -234,7 +234,7 @@ def _entity_after(token: str | None) -> str | None:
     if not token:
         return None
     try:
-        return base64.urlsafe_b64decode(token.encode()).decode()
+        return base64.b64decode(token.encode(), altchars=b"-_", validate=True).decode()
     except (ValueError, UnicodeDecodeError):
         raise ValueError("the x-ms-continuation-token header is not a token this host returned") from None
 
