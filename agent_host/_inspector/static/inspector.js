@@ -558,6 +558,7 @@
       state.busy = false;
       $("send").disabled = false;
       await refreshConversation();
+      document.body.dataset.turnsSent = String(Number(document.body.dataset.turnsSent || 0) + 1);
       loadConversationList(false).catch(fail);
     }
   }
