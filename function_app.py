@@ -1,7 +1,8 @@
 """The template app: ordinary Agent Framework agents, hosted as durable conversations on Azure Functions.
 
 Edit the agent below as you would any core agent; `AgentFunctionApp` makes its history durable.
-Run it with `func start` (Core Tools + Azurite) or `python -m agent_host serve`, then try `demo.http`.
+Run it with `func start` (Core Tools + Azurite) or `python -m agent_host serve`, then try `demo.http` (or stream a turn
+with `curl -N -H "Accept: text/event-stream" ...`, see docs/streaming.md).
 """
 
 from __future__ import annotations
@@ -56,4 +57,8 @@ assistant = Agent(
     default_options={"store": False},
 )
 
-app = AgentFunctionApp(agents=[assistant])
+# HTTP streams on: a turn asked for with `Accept: text/event-stream` reaches the caller word by word, on Azure and
+# under `func start` (azurefunctions-extensions-http-fastapi, PYTHON_ENABLE_INIT_INDEXING=1). Every HTTP function of
+# this app then takes FastAPI's request type, so add your own routes in that shape too; http_streams=False keeps the
+# classic shape, and event streams then arrive whole when the turn ends. See docs/streaming.md.
+app = AgentFunctionApp(agents=[assistant], http_streams=True)

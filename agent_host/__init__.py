@@ -29,12 +29,17 @@ from ._offline import OfflineChatClient
 from ._orchestrations.errors import AgentTurnError, StructuredOutputError
 from ._retention_settings import RetentionSettings
 from ._settings import HostSettings, chat_client_from_settings
+from ._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
+from ._streaming.channel import StreamEvent, TurnStreamStore
+from ._streaming.store_errors import StreamStoreNotConfiguredError, StreamStoreUnavailableError
 from ._workflows.registration import WorkflowRetryPolicy
 
 __all__ = [
+    "AgentCallbackContext",
     "AgentFunctionApp",
     "AgentHostError",
     "AgentNotFoundError",
+    "AgentResponseCallbackProtocol",
     "AgentTurnError",
     "Clock",
     "ConversationNotFoundError",
@@ -53,11 +58,15 @@ __all__ = [
     "StateCorruptError",
     "StateVersionError",
     "StorageUnavailableError",
+    "StreamEvent",
+    "StreamStoreNotConfiguredError",
+    "StreamStoreUnavailableError",
     "StructuredOutputError",
     "SystemClock",
     "TurnExpiredError",
     "TurnFailedError",
     "TurnNotFoundError",
+    "TurnStreamStore",
     "UnknownApprovalError",
     "UnsupportedMediaTypeError",
     "WorkflowNotFoundError",

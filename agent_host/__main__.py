@@ -13,6 +13,9 @@ from typing import Any
 
 from ._inspector.settings import turn_on_unless_set
 from ._settings import describe_chat_client
+from ._streaming.selection import SQLITE_PREFIX
+from ._streaming.sqlite_store import STREAMS_FILE_NAME
+from ._streaming.store_errors import STREAM_STORE_SETTING
 
 DEFAULT_APP = "function_app:app"
 FUNCTION_KEY_SETTING = "AGENT_HOST_FUNCTION_KEY"
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_local_settings(Path.cwd() / "local.settings.json")
     turn_on_unless_set(os.environ)  # the inspector is on under serve unless AGENT_HOST_INSPECTOR says otherwise
+    use_local_stream_store(args.state_dir)
     # Read after local.settings.json is applied, so the setting works from there too; empty means no key.
     function_key = args.function_key or os.environ.get(FUNCTION_KEY_SETTING) or None
     host_json = Path.cwd() / "host.json"
@@ -70,6 +74,15 @@ def load_local_settings(path: Path) -> None:
     values: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")).get("Values", {})
     for name, value in values.items():
         os.environ.setdefault(name, str(value))
+
+
+def use_local_stream_store(state_dir: Path) -> None:
+    """Keep turn streams beside the entity store (`<state_dir>/streams.sqlite3`) unless the settings choose a store.
+
+    Set before the app is loaded, as `local.settings.json` is; an empty setting (as the template has) chooses none.
+    """
+    if not os.environ.get(STREAM_STORE_SETTING):
+        os.environ[STREAM_STORE_SETTING] = f"{SQLITE_PREFIX}{(state_dir / STREAMS_FILE_NAME).resolve()}"
 
 
 def load_app(spec: str) -> Any:

@@ -6,7 +6,9 @@ Registration only: every route closure is one call into `_routes.py`, every enti
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
+from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
@@ -17,6 +19,7 @@ from ._contract import AgentRoute
 from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
+from ._http import classic_functions
 from ._http.conversation_list import ConversationListRoute
 from ._http.routes import Routes
 from ._http.workflow_routes import WorkflowRoutes
@@ -26,6 +29,10 @@ from ._mcp import McpTool, McpToolRegistry, agent_tool, require_result_schema_su
 from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
 from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
+from ._streaming.callbacks import AgentResponseCallbackProtocol
+from ._streaming.channel import TurnStreamStore
+from ._streaming.selection import stream_store_from_settings
+from ._streaming.store_source import StreamStoreSource
 from ._workflows.functions import WorkflowFunctions
 from ._workflows.registration import WorkflowRetryPolicy
 
@@ -65,9 +72,17 @@ class AgentFunctionApp(df.DFApp):
         inspector: Serve the inspector page at `/api/inspector` (behind the function key like every route); None
             reads the `AGENT_HOST_INSPECTOR` app setting (off unless set; `python -m agent_host serve` sets it).
             See docs/inspector.md.
+        http_streams: Serve HTTP functions through Azure Functions' HTTP streams (FastAPI request and response types,
+            needs azurefunctions-extensions-http-fastapi and `PYTHON_ENABLE_INIT_INDEXING=1`), so event streams are
+            sent as they are produced; without, an event stream is sent whole when it ends. See docs/streaming.md.
+        stream_store: Where turn streams live; by default the store the app settings name, resolved when first
+            needed (`python -m agent_host serve` names a local one).
+        default_callback: Called with each update and the answer of every turn of agents without a callback of
+            their own (agent-framework-azurefunctions' callback protocol).
 
     Raises:
         ValueError: an agent has no name, an invalid one, or one already registered; a workflow cannot be hosted.
+        ImportError: `http_streams` without azurefunctions-extensions-http-fastapi installed.
     """
 
     def __init__(
@@ -81,6 +96,9 @@ class AgentFunctionApp(df.DFApp):
         enable_mcp_tool_trigger: bool = False,
         workflows: Sequence[Workflow] = (),
         inspector: bool | None = None,
+        http_streams: bool = False,
+        stream_store: TurnStreamStore | None = None,
+        default_callback: AgentResponseCallbackProtocol | None = None,
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
         self.clock = clock
@@ -88,9 +106,15 @@ class AgentFunctionApp(df.DFApp):
         self.mcp_tools = McpToolRegistry()
         register_state_types([*core_state_types(), *state_types])
         self.settings = settings or HostSettings.from_environment()
+        self.http_streams = http_streams
+        self.default_callback = default_callback
+        self._http_functions = _function_shape(http_streams)
+        # Streams live about as long as the receipts they are deleted with (a Redis stream expires after this).
+        ttl = self.settings.turn_record_ttl_seconds
+        self._stream_store = StreamStoreSource(stream_store, lambda: stream_store_from_settings(ttl_seconds=ttl))
         self._agent_routes: dict[str, AgentRoute] = {}
         self._entities: dict[str, ConversationEntity] = {}
-        self._register_routes(Routes(self._agent_routes, self.settings, clock))
+        self._register_routes(Routes(self._agent_routes, self.settings, clock, self._stream_store))
         self._workflows = WorkflowFunctions(self, self._node_entity, self.settings.run_timeout_seconds)
         self._register_workflow_routes(WorkflowRoutes(self._workflows.routes, self.settings))
         self._register_conversation_list(ConversationListRoute(self._agent_routes))
@@ -115,6 +139,7 @@ class AgentFunctionApp(df.DFApp):
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
         enable_mcp_tool_trigger: bool | None = None,
+        callback: AgentResponseCallbackProtocol | None = None,
     ) -> None:
         """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
 
@@ -124,6 +149,8 @@ class AgentFunctionApp(df.DFApp):
             max_state_bytes: This agent's default byte budget per conversation.
             state_types: Session state classes this agent's providers use (see `AgentFunctionApp`).
             enable_mcp_tool_trigger: Expose this agent as an MCP tool; None follows the app's setting.
+            callback: Called with each update and the answer of every turn of this agent (its turns then run
+                streaming); the app's `default_callback` otherwise.
 
         Raises:
             ValueError: the name is missing, invalid or taken, a state type's id is taken, or a retention value is
@@ -158,6 +185,8 @@ class AgentFunctionApp(df.DFApp):
             turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
             run_timeout_seconds=self.settings.run_timeout_seconds,
             clock=self.clock,
+            stream_store=self._stream_store,
+            callback=callback or self.default_callback,
         )
         tool = None
         if self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else enable_mcp_tool_trigger:
@@ -227,119 +256,81 @@ class AgentFunctionApp(df.DFApp):
         self.function_name(tool.function_name)(self.mcp_tool_trigger(**tool.trigger_arguments())(with_client))
 
     def _register_routes(self, routes: Routes) -> None:
-        @self.function_name("api_health")
-        @self.route(route="health", methods=_ALL_METHODS, auth_level=func.AuthLevel.ANONYMOUS)
-        async def health(req: func.HttpRequest) -> func.HttpResponse:
-            return await routes.health(req)
+        self._register_http("api_health", "health", routes.health, auth_level=func.AuthLevel.ANONYMOUS)
+        self._register_http("api_turns", f"{CONVERSATION_ROUTE}/turns", routes.turns, client=True)
+        self._register_http("api_turn", f"{CONVERSATION_ROUTE}/turns/{{turnId}}", routes.turn, client=True)
+        self._register_http(
+            "api_turn_stream", f"{CONVERSATION_ROUTE}/turns/{{turnId}}/stream", routes.turn_stream, client=True
+        )
+        self._register_http("api_conversation", CONVERSATION_ROUTE, routes.conversation, client=True)
+        self._register_http("api_messages", f"{CONVERSATION_ROUTE}/messages", routes.messages, client=True)
+        self._register_http("api_retention", f"{CONVERSATION_ROUTE}/retention", routes.retention, client=True)
+        self._register_http("api_run", "agents/{agent}/run", routes.run, client=True)
 
-        @self.function_name("api_turns")
-        @self.route(route=f"{CONVERSATION_ROUTE}/turns", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def conversation_turns(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.turns(req, client)
-
-        @self.function_name("api_turn")
-        @self.route(route=f"{CONVERSATION_ROUTE}/turns/{{turnId}}", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def conversation_turn(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.turn(req, client)
-
-        @self.function_name("api_conversation")
-        @self.route(route=CONVERSATION_ROUTE, methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def conversation(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.conversation(req, client)
-
-        @self.function_name("api_messages")
-        @self.route(route=f"{CONVERSATION_ROUTE}/messages", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def conversation_messages(
-            req: func.HttpRequest, client: df.DurableOrchestrationClient
-        ) -> func.HttpResponse:
-            return await routes.messages(req, client)
-
-        @self.function_name("api_retention")
-        @self.route(route=f"{CONVERSATION_ROUTE}/retention", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def conversation_retention(
-            req: func.HttpRequest, client: df.DurableOrchestrationClient
-        ) -> func.HttpResponse:
-            return await routes.retention(req, client)
-
-        @self.function_name("api_run")
-        @self.route(route="agents/{agent}/run", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def agent_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.run(req, client)
+    def _register_http(
+        self,
+        name: str,
+        route: str,
+        handler: Callable[..., Awaitable[Any]],
+        *,
+        client: bool = False,
+        auth_level: func.AuthLevel | None = None,
+    ) -> None:
+        """Register an HTTP function `name` on `route` for `handler(req)` (or `handler(req, client)` with the
+        durable client), in the shape the app serves: every HTTP function of an app must share it.
+        """
+        function = (
+            self._http_functions.client_http_function(handler)
+            if client
+            else self._http_functions.http_function(handler)
+        )
+        function.__name__ = function.__qualname__ = name
+        if client:
+            function = self.durable_client_input(client_name="client")(function)
+        function = self.route(route=route, methods=_ALL_METHODS, auth_level=auth_level)(function)
+        self.function_name(name)(function)
 
     def _register_conversation_list(self, route: ConversationListRoute) -> None:
-        @self.function_name("api_conversations")
-        @self.route(route="agents/{agent}/conversations", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def conversations(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await route.conversations(req, client)
+        self._register_http("api_conversations", "agents/{agent}/conversations", route.conversations, client=True)
 
     def _register_inspector(self, routes: InspectorRoutes) -> None:
-        @self.function_name("api_inspector")
-        @self.route(route="inspector", methods=_ALL_METHODS)
-        async def inspector_page(req: func.HttpRequest) -> func.HttpResponse:
-            return await routes.page(req)
-
-        @self.function_name("api_inspector_app")
-        @self.route(route="inspector/app", methods=_ALL_METHODS)
-        async def inspector_app(req: func.HttpRequest) -> func.HttpResponse:
-            return await routes.hosted(req)
-
-        @self.function_name("api_inspector_conversation")
-        @self.route(route=f"inspector/{CONVERSATION_ROUTE}", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def inspector_conversation(
-            req: func.HttpRequest, client: df.DurableOrchestrationClient
-        ) -> func.HttpResponse:
-            return await routes.conversation(req, client)
-
-        @self.function_name("api_inspector_runs")
-        @self.route(route="inspector/workflows/{workflow}/runs", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def inspector_runs(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.runs(req, client)
+        self._register_http("api_inspector", "inspector", routes.page)
+        self._register_http("api_inspector_app", "inspector/app", routes.hosted)
+        self._register_http(
+            "api_inspector_conversation", f"inspector/{CONVERSATION_ROUTE}", routes.conversation, client=True
+        )
+        self._register_http("api_inspector_runs", "inspector/workflows/{workflow}/runs", routes.runs, client=True)
 
     def _register_workflow_routes(self, routes: WorkflowRoutes) -> None:
         runs = "workflows/{workflow}/runs"
         published = "workflow/{workflow}"
+        self._register_http("api_workflow_runs", runs, routes.runs, client=True)
+        self._register_http("api_workflow_run", f"{runs}/{{runId}}", routes.run, client=True)
+        self._register_http(
+            "api_workflow_response", f"{runs}/{{runId}}/responses/{{requestId}}", routes.response, client=True
+        )
+        self._register_http("api_workflow_published_run", f"{published}/run", routes.compat_run, client=True)
+        self._register_http(
+            "api_workflow_published_status", f"{published}/status/{{instanceId}}", routes.compat_status, client=True
+        )
+        self._register_http(
+            "api_workflow_published_respond",
+            f"{published}/respond/{{instanceId}}/{{requestId}}",
+            routes.compat_respond,
+            client=True,
+        )
 
-        @self.function_name("api_workflow_runs")
-        @self.route(route=runs, methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def workflow_runs(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.runs(req, client)
 
-        @self.function_name("api_workflow_run")
-        @self.route(route=f"{runs}/{{runId}}", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def workflow_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.run(req, client)
-
-        @self.function_name("api_workflow_response")
-        @self.route(route=f"{runs}/{{runId}}/responses/{{requestId}}", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def workflow_response(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.response(req, client)
-
-        @self.function_name("api_workflow_published_run")
-        @self.route(route=f"{published}/run", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def published_run(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.compat_run(req, client)
-
-        @self.function_name("api_workflow_published_status")
-        @self.route(route=f"{published}/status/{{instanceId}}", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def published_status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.compat_status(req, client)
-
-        @self.function_name("api_workflow_published_respond")
-        @self.route(route=f"{published}/respond/{{instanceId}}/{{requestId}}", methods=_ALL_METHODS)
-        @self.durable_client_input(client_name="client")
-        async def published_respond(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-            return await routes.compat_respond(req, client)
+def _function_shape(http_streams: bool) -> ModuleType:
+    """The module that makes HTTP functions in the shape the app serves."""
+    if not http_streams:
+        return classic_functions
+    try:
+        # Imported only when asked for: importing it turns HTTP streams on for every HTTP function of the process.
+        from ._http import fastapi_functions
+    except ImportError as exc:
+        raise ImportError(
+            "AgentFunctionApp(http_streams=True) needs azurefunctions-extensions-http-fastapi: add it to "
+            f"requirements.txt and install it ({exc})."
+        ) from exc
+    return fastapi_functions

@@ -151,13 +151,16 @@ class TurnRequest(WireModel):
     }
     shape = (
         '{"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
-        '"timeoutSeconds": number}'
+        '"timeoutSeconds": number, "stream": boolean}'
     )
 
     message: StrictStr | None = None
     approvals: list[ApprovalAnswer] | None = Field(default=None, max_length=MAX_APPROVALS_PER_TURN)
     wait: StrictBool = True
     timeout_seconds: StrictInt | StrictFloat | None = None
+    # Run the turn streaming so its stream can be watched (`GET .../turns/{turnId}/stream`) while it runs;
+    # `Accept: text/event-stream` implies it.
+    stream: StrictBool = False
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
 
@@ -188,6 +191,7 @@ class TurnQuery(WireModel):
 
     wait: bool = True
     timeout_seconds: float | None = None
+    stream: bool = False
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
 
@@ -249,6 +253,8 @@ class RunOperation(BaseModel):
     # Whole input messages (core's `Message.to_dict()` form) in place of `message`: a workflow's agent node receives
     # the upstream conversation with its roles, tool calls, non-text content and ids (docs/workflows.md, L3-2).
     messages: list[dict[str, Any]] | None = None
+    # Run the agent streaming and write the turn's stream (agent_host/_streaming); the stored outcome is the same.
+    stream: bool = False
 
     @model_validator(mode="after")
     def _one_kind_of_input(self) -> Self:

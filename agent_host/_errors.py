@@ -99,6 +99,7 @@ class InvalidRequestError(AgentHostError):
         "invalid_idempotency_key",
         "invalid_query",
         "invalid_timeout",
+        "invalid_last_event_id",
         "invalid_retention",
         "too_many_approvals",
         "conflicting_session_id",

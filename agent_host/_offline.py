@@ -3,11 +3,13 @@
 It remembers facts stated as "my X is Y" (and "I am Y"), answers "what is my X?" from the messages it receives,
 calls one of the agent's tools when the user names it, answers core's summarization requests with the facts
 it finds, and answers a structured-output request with JSON that fits the schema, so memory, tool calls,
-compaction and structured output can be shown without a model.
+compaction and structured output can be shown without a model. Streamed, it answers word by word at a steady
+pace, so streaming can be shown too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
@@ -30,6 +32,9 @@ _CALLED = re.compile(r"\bfunction_call (\w+)\(")
 _TOOLS_USED = re.compile(r"The assistant used (\w+(?:, \w+)*)\.")
 _ARGUMENT = re.compile(r"(\w+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s,)]+)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# Between a run of whitespace and the word after it: the pieces of a streamed reply are words with their spaces.
+_WORD_START = re.compile(r"(?<=\s)(?=\S)")
+DEFAULT_WORD_DELAY_SECONDS = 0.03
 
 
 class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], BaseChatClient[Any]):
@@ -44,9 +49,19 @@ class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], 
     from the last user message: an enum field takes the first of its values the message mentions (else its first),
     a boolean is true when the message mentions the field's name, a number is the first number in the message
     (else its minimum or 0), a string is the labelled message itself, a list is empty.
+
+    Args:
+        word_delay_seconds: The pause after each word of a streamed reply (a non-streamed reply has none).
+        kwargs: Passed to core's chat client layers (middleware, function invocation configuration).
     """
 
     OTEL_PROVIDER_NAME: ClassVar[str] = "agent_host.offline"
+
+    def __init__(self, *, word_delay_seconds: float = DEFAULT_WORD_DELAY_SECONDS, **kwargs: Any) -> None:
+        if word_delay_seconds < 0:
+            raise ValueError(f"word_delay_seconds must be 0 or more, got {word_delay_seconds}")
+        super().__init__(**kwargs)
+        self.word_delay_seconds = word_delay_seconds
 
     async def _inner_get_response(  # type: ignore[override]
         self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
@@ -61,7 +76,17 @@ class OfflineChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], 
             return response
 
         async def _updates() -> Any:
-            yield ChatResponseUpdate(role="assistant", contents=list(reply.contents), message_id=reply.message_id)
+            for content in reply.contents:
+                if content.type != "text" or not content.text:
+                    yield ChatResponseUpdate(role="assistant", contents=[content], message_id=reply.message_id)
+                    continue
+                for word in _WORD_START.split(content.text):
+                    yield ChatResponseUpdate(
+                        role="assistant", contents=[Content.from_text(word)], message_id=reply.message_id
+                    )
+                    await asyncio.sleep(self.word_delay_seconds)
+            # Usage comes last, as streaming services send it, so a streamed turn records what a waited one does.
+            yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(response.usage_details or {})])
 
         return ResponseStream(_updates(), finalizer=lambda updates: response)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import azure.durable_functions as df
@@ -30,6 +31,8 @@ from .._errors import AgentHostError, InvalidRequestError, TurnFailedError
 from .._event_loop import AGENT_LOOP, RunTimeoutError
 from .._records import message_to_record
 from .._retention_settings import RetentionSettings
+from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
+from .._streaming.channel import TurnStreamStore, stream_key
 from .._telemetry import telemetry
 from .approvals import answer_contents, pending_from_response, remaining_after
 from .history import BUFFER_KEY, assign_transcript_ids, delivered_response, reconcile_by_message_id
@@ -61,6 +64,7 @@ from .state import (
     with_applied_change,
 )
 from .state_cache import CONVERSATION_CACHE
+from .streamed_turn import StreamedTurn
 from .turn_records import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
@@ -73,6 +77,11 @@ from .turn_records import (
 )
 
 logger = logging.getLogger("agent_host.entity")
+
+StreamStoreSource = Callable[[], TurnStreamStore | None]
+"""Where turn streams are written: resolved when a turn first needs it; None when no store is configured."""
+# Deleting the streams of dropped receipts is best effort and must not hold up the operation for long.
+STREAM_DELETE_TIMEOUT_SECONDS = 10.0
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -89,6 +98,8 @@ class ConversationEntity:
         turn_record_ttl_seconds: How long a turn record is kept for its callers.
         run_timeout_seconds: How long one agent run may take before the turn fails.
         clock: Where the time of records, TTLs and evictions comes from.
+        stream_store: Where streamed turns write their streams (resolved on first use); None for nowhere.
+        callback: Called with each update and the answer of every turn of this agent (which then runs streaming).
     """
 
     def __init__(
@@ -102,6 +113,8 @@ class ConversationEntity:
         turn_record_ttl_seconds: float = DEFAULT_TURN_RECORD_TTL_SECONDS,
         run_timeout_seconds: float = 230.0,
         clock: Clock = SYSTEM_CLOCK,
+        stream_store: StreamStoreSource | None = None,
+        callback: AgentResponseCallbackProtocol | None = None,
     ) -> None:
         self.agent_name = agent_name
         self.agent = agent
@@ -111,6 +124,8 @@ class ConversationEntity:
         self.turn_record_ttl_seconds = turn_record_ttl_seconds
         self.run_timeout_seconds = run_timeout_seconds
         self.clock = clock
+        self.stream_store = stream_store
+        self.callback = callback
 
     def __call__(self, context: df.DurableEntityContext) -> None:
         """The entity function body: dispatch one operation of the host's batch."""
@@ -152,7 +167,8 @@ class ConversationEntity:
             context.set_result(expired_result(expired))
             return
         started = time.perf_counter()
-        committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes)
+        streamed = self._streamed_turn(context, request)
+        committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes, streamed=streamed)
         committed, text = retain_after_turn(
             committed,
             committed[TURNS_KEY][turn_id],
@@ -160,6 +176,7 @@ class ConversationEntity:
             text=CONVERSATION_CACHE.encode(self.agent_name, context.entity_key, committed),
             receipts=self._receipts(turn_id),
         )
+        self._delete_streams(context, set(state.get(TURNS_KEY, {})).difference(committed[TURNS_KEY]))
         CONVERSATION_CACHE.remember(self.agent_name, context.entity_key, committed, text)
         write_raw_state(context, text)
         context.set_result(run_result(committed, turn_id, reply=request.reply))
@@ -167,6 +184,37 @@ class ConversationEntity:
 
     def _receipts(self, turn_id: str | None) -> Receipts:
         return Receipts(max_records=self.max_turn_records, protected_turn=turn_id)
+
+    def _streamed_turn(self, context: df.DurableEntityContext, request: RunOperation) -> StreamedTurn | None:
+        """How a turn is watched while it runs, or None when nobody watches it (it then runs without streaming)."""
+        store = self.stream_store() if request.stream and self.stream_store is not None else None
+        if store is None and self.callback is None:
+            return None
+        return StreamedTurn(
+            turn_id=request.turn_id,
+            stream=stream_key(context.entity_name, context.entity_key, request.turn_id),
+            store=store,
+            callback=self.callback,
+            context=AgentCallbackContext(self.agent_name, request.turn_id, context.entity_key, request.message),
+        )
+
+    def _delete_streams(self, context: df.DurableEntityContext, turn_ids: Iterable[str]) -> None:
+        """Delete the streams of turns whose receipts are gone; best effort, as a missing stream is replayed from
+        its receipt and a stream without a receipt is never read."""
+        streams = [stream_key(context.entity_name, context.entity_key, turn_id) for turn_id in sorted(turn_ids)]
+        store = self.stream_store() if streams and self.stream_store is not None else None
+        if store is None:
+            return
+        try:
+            AGENT_LOOP.run(store.delete(streams), timeout=STREAM_DELETE_TIMEOUT_SECONDS)
+        except Exception as exc:
+            logger.warning(
+                "Could not delete %d turn stream(s) of %s/%s: %s",
+                len(streams),
+                self.agent_name,
+                context.entity_key,
+                f"{type(exc).__name__}: {exc}"[:300],
+            )
 
     def _record_telemetry(
         self,
@@ -197,14 +245,21 @@ class ConversationEntity:
         )
 
     def run_turn(
-        self, state: StoredState, conversation_id: str, request: RunOperation, *, stored_bytes: int | None = None
+        self,
+        state: StoredState,
+        conversation_id: str,
+        request: RunOperation,
+        *,
+        stored_bytes: int | None = None,
+        streamed: StreamedTurn | None = None,
     ) -> StoredState:
         """Run one turn against a copy of `state` and return the new state (with its turn record).
 
-        `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it.
+        `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it;
+        `streamed` says who watches the turn run (it then runs streaming), when anybody does.
         """
         try:
-            response, new = self._run_agent(copy.copy(state), conversation_id, request, stored_bytes)
+            response, new = self._run_agent(copy.copy(state), conversation_id, request, stored_bytes, streamed)
         except Exception as exc:
             # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
             error = self._turn_error(exc, conversation_id, request.turn_id)
@@ -239,7 +294,12 @@ class ConversationEntity:
         return TurnFailedError(f"The agent run failed ({type(exc).__name__}).")
 
     def _run_agent(
-        self, state: StoredState, conversation_id: str, request: RunOperation, stored_bytes: int | None
+        self,
+        state: StoredState,
+        conversation_id: str,
+        request: RunOperation,
+        stored_bytes: int | None,
+        streamed: StreamedTurn | None = None,
     ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = [answer.model_dump() for answer in request.approvals]
@@ -256,7 +316,11 @@ class ConversationEntity:
             history = CONVERSATION_CACHE.history_for(stored, state[AGENT_KEY])
             session.state[durable.source_id] = {BUFFER_KEY: history.messages}
         options = {"options": dict(request.options)} if request.options else {}
-        response = AGENT_LOOP.run(agent.run(inputs, session=session, **options), timeout=self.run_timeout_seconds)
+        if streamed is None:
+            run = agent.run(inputs, session=session, **options)
+        else:
+            run = streamed.run(agent, inputs, session=session, **options)
+        response = AGENT_LOOP.run(run, timeout=self.run_timeout_seconds)
         state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
         if not state[PENDING_APPROVALS_KEY]:
             state.pop(PENDING_APPROVALS_KEY)
@@ -320,6 +384,8 @@ class ConversationEntity:
             APPLIED_CHANGES_KEY: before.get(APPLIED_CHANGES_KEY, []),
         }
         tombstone = with_applied_change(tombstone, request.change_id)
+        if existed:
+            self._delete_streams(context, tombstone[DELETED_KEY]["turns"])
         write_raw_state(context, encode_state(tombstone))
         context.set_result({"deleted": True})
 

@@ -14,11 +14,14 @@ from pydantic import BaseModel
 
 from .._contract import parse_model
 from .._errors import InvalidRequestError, MessageTooLargeError, UnsupportedMediaTypeError
+from .event_stream import EVENT_STREAM_MEDIA_TYPE
 
 JSON_MEDIA_TYPE = "application/json"
 TEXT_MEDIA_TYPE = "text/plain"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"[\x21-\x7e]{1,255}")
+LAST_EVENT_ID_HEADER = "Last-Event-ID"
+_EVENT_ID = re.compile(r"[0-9]{1,15}")
 # JSON escaping can grow a message six-fold (\uXXXX); the rest of a body needs little room.
 _BODY_GROWTH = 6
 _BODY_SLACK = 4096
@@ -107,6 +110,43 @@ def idempotency_key(req: func.HttpRequest) -> str | None:
             code="invalid_idempotency_key",
         )
     return key
+
+
+def accepts_event_stream(req: func.HttpRequest) -> bool:
+    """Whether the caller asks for an event stream (`Accept: text/event-stream`, unless refused with `q=0`)."""
+    for item in (req.headers.get("accept") or "").split(","):
+        media, *parameters = (part.strip().lower() for part in item.split(";"))
+        if media == EVENT_STREAM_MEDIA_TYPE:
+            return all(_quality(parameter) != 0 for parameter in parameters)
+    return False
+
+
+def _quality(parameter: str) -> float | None:
+    name, _, value = parameter.partition("=")
+    if name.strip() != "q":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def last_event_id(req: func.HttpRequest) -> int:
+    """The id of the last event the caller received (`Last-Event-ID`), 0 when it sent none.
+
+    Raises:
+        InvalidRequestError: the header is not a whole number of up to 15 digits (code `invalid_last_event_id`).
+    """
+    value = req.headers.get(LAST_EVENT_ID_HEADER)
+    if value is None or value.strip() == "":
+        return 0
+    if not _EVENT_ID.fullmatch(value.strip()):
+        raise InvalidRequestError(
+            f"The {LAST_EVENT_ID_HEADER} header must be the id of an event this stream sent (a whole number), got "
+            f"{value[:40]!r}. Send the last id you received, or no header to start from the beginning.",
+            code="invalid_last_event_id",
+        )
+    return int(value)
 
 
 def _refuse_unpaired_surrogates(data: Any) -> None:

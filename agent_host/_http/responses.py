@@ -14,6 +14,7 @@ from typing import Any
 import azure.functions as func
 
 from .._errors import AgentHostError, MethodNotAllowedError, internal_error, status_for_code
+from .event_stream import RouteResponse
 
 logger = logging.getLogger("agent_host.http")
 
@@ -38,8 +39,8 @@ def render_error(error: AgentHostError) -> func.HttpResponse:
 
 
 async def respond(
-    req: func.HttpRequest, methods: tuple[str, ...], handler: Callable[[], Awaitable[func.HttpResponse]]
-) -> func.HttpResponse:
+    req: func.HttpRequest, methods: tuple[str, ...], handler: Callable[[], Awaitable[RouteResponse]]
+) -> RouteResponse:
     """Run a route's handler for one of its `methods`, rendering any error it raises.
 
     `OPTIONS` answers 204 with the route's methods in `Allow`; any other method outside `methods` answers 405.

@@ -6,7 +6,7 @@ Handlers raise `AgentHostError`s; `responses.respond` renders them.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import azure.durable_functions as df
@@ -58,20 +58,25 @@ from .._errors import (
     status_for_code,
 )
 from .._settings import HostSettings
+from .._streaming.channel import TurnStreamStore
 from .durable_client import ConversationClient
+from .event_stream import EventStreamResponse, RouteResponse
 from .rendering import render_conversation, render_message, render_pending, render_turn
 from .requests import (
     TEXT_MEDIA_TYPE,
+    accepts_event_stream,
     body_text,
     idempotency_key,
     is_json_type,
     json_body,
     json_object,
+    last_event_id,
     media_type,
     query,
 )
 from .responses import json_response, respond
 from .run_route import run_compat
+from .turn_stream import TurnStreamReader
 
 DELETE_WAIT_SECONDS = 30.0
 # Clocks of different instances (or one clock stepped back) disagree by this much at most, as far as deciding
@@ -82,12 +87,22 @@ _RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
 
 
 class Routes:
-    """The handlers behind every route; one instance per app, reading the app's registered agents."""
+    """The handlers behind every route; one instance per app, reading the app's registered agents.
 
-    def __init__(self, agents: Mapping[str, AgentRoute], settings: HostSettings, clock: Clock) -> None:
+    `stream_store` gives the store turn streams are read from (None when none is configured).
+    """
+
+    def __init__(
+        self,
+        agents: Mapping[str, AgentRoute],
+        settings: HostSettings,
+        clock: Clock,
+        stream_store: Callable[[], TurnStreamStore | None] = lambda: None,
+    ) -> None:
         self._agents = agents
         self._settings = settings
         self._clock = clock
+        self._stream_store = stream_store
 
     # -- routes ---------------------------------------------------------------------------------
 
@@ -95,13 +110,17 @@ class Routes:
         """`GET /api/health`: the app is up, and which agents it serves."""
         return await respond(req, ("GET",), self._health)
 
-    async def turns(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`POST .../conversations/{conversationId}/turns`: run one turn."""
+    async def turns(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+        """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
         return await respond(req, ("POST",), lambda: self._post_turn(req, client))
 
-    async def turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`GET .../turns/{turnId}`: a turn's result, or that it is still pending."""
         return await respond(req, ("GET",), lambda: self._get_turn(req, client))
+
+    async def turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+        """`GET .../turns/{turnId}/stream`: a turn's events, from the start or after `Last-Event-ID`."""
+        return await respond(req, ("GET",), lambda: self._get_turn_stream(req, client))
 
     async def conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET` or `DELETE .../conversations/{conversationId}`."""
@@ -129,10 +148,11 @@ class Routes:
         agents = [{"name": route.name} for route in self._agents.values()]
         return json_response(200, {"status": "healthy", "agents": agents})
 
-    async def _post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def _post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         agent, conversation_id = self._target(req)
         request = self._parse_turn(req)
         key = idempotency_key(req)
+        events = accepts_event_stream(req)
         conversations = ConversationClient(client, agent.entity_name)
         turns_url = req.url.split("?", 1)[0].rstrip("/")
         payload: dict[str, Any] = {"message": request.message}
@@ -147,7 +167,10 @@ class Routes:
                 # A client retry: the same turn and answer, without running the model (or checking its approvals,
                 # which that turn answered) again.
                 earlier_id, earlier_record = earlier
-                return self._answer_keyed(conversation_id, live, earlier_id, earlier_record, digest, key, turns_url)
+                answer = self._answer_keyed(conversation_id, live, earlier_id, earlier_record, digest, key, turns_url)
+                if events:
+                    return self._turn_events(client, agent, conversation_id, earlier_id, turns_url)
+                return answer
             expired = expired_keyed_turn(live, key) if live is not None else None
             if expired is not None:
                 raise TurnExpiredError(conversation_id, expired)
@@ -157,7 +180,12 @@ class Routes:
             pending = (live or {}).get(PENDING_APPROVALS_KEY, [])
             check_answers({item["id"]: item for item in pending}, payload["approvals"])
         turn_id = new_turn_id(self._clock.now_ms(), key)
-        await conversations.signal(conversation_id, RUN_OPERATION, {"turnId": turn_id, **payload})
+        operation = {"turnId": turn_id, **payload}
+        if events or request.stream:
+            operation["stream"] = True
+        await conversations.signal(conversation_id, RUN_OPERATION, operation)
+        if events:
+            return self._turn_events(client, agent, conversation_id, turn_id, turns_url)
         settled = None
         if request.wait:
             timeout = request.timeout_seconds or self._settings.default_wait_seconds
@@ -217,6 +245,43 @@ class Routes:
         if self._may_be_pending(turn_id, state):
             return json_response(202, render_pending(conversation_id, turn_id), headers={"Location": location})
         raise TurnNotFoundError(conversation_id, turn_id)
+
+    async def _get_turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+        agent, conversation_id = self._target(req)
+        turn_id = validate_turn_id(req.route_params.get("turnId", ""))
+        after = last_event_id(req)
+        reader = self._reader(client, agent, conversation_id, turn_id)
+        # A turn that cannot be streamed is refused before the stream starts: 404, 410 or 503 as a JSON error.
+        reader.settled(await reader.conversations.read(conversation_id))
+        location = req.url.split("?", 1)[0].rstrip("/").removesuffix("/stream")
+        return EventStreamResponse(reader.sse(after), headers={"Location": location})
+
+    def _turn_events(
+        self,
+        client: df.DurableOrchestrationClient,
+        agent: AgentRoute,
+        conversation_id: str,
+        turn_id: str,
+        turns_url: str,
+    ) -> EventStreamResponse:
+        """A turn request's answer as an event stream: the turn's events from the first."""
+        reader = self._reader(client, agent, conversation_id, turn_id)
+        return EventStreamResponse(reader.sse(0), headers={"Location": f"{turns_url}/{turn_id}"})
+
+    def _reader(
+        self, client: df.DurableOrchestrationClient, agent: AgentRoute, conversation_id: str, turn_id: str
+    ) -> TurnStreamReader:
+        return TurnStreamReader(
+            conversations=ConversationClient(client, agent.entity_name),
+            store=self._stream_store(),
+            entity_name=agent.entity_name,
+            agent_name=agent.name,
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+            may_be_pending=lambda state: self._may_be_pending(turn_id, state),
+            # A turn may wait its turn behind others and then run up to the run timeout.
+            deadline_seconds=self._settings.max_wait_seconds + self._settings.run_timeout_seconds,
+        )
 
     def _may_be_pending(self, turn_id: str, state: StoredState) -> bool:
         """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.

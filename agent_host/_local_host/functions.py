@@ -15,6 +15,7 @@ from typing import Any
 import azure.functions as func
 
 from .activities import ActivityFunction
+from .http_streams import takes_starlette_request
 from .route_template import RouteTemplate
 from .scheduler import EntityFunction
 
@@ -40,6 +41,7 @@ class HttpRoute:
         task_hub: Task hub named by the durable client binding.
         user_function: The callable to invoke (sync or async).
         context_param: True when the function takes a ``context`` parameter that no binding fills.
+        starlette_request: True when it takes the FastAPI (Starlette) request of HTTP streams.
     """
 
     function_name: str
@@ -51,6 +53,7 @@ class HttpRoute:
     task_hub: str
     user_function: Callable[..., Any]
     context_param: bool = False
+    starlette_request: bool = False
     is_async: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -82,7 +85,8 @@ def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRou
         The HTTP routes and the entity functions keyed by lower-cased entity name.
 
     Raises:
-        ValueError: If two entity functions share a name, or a route template uses syntax the local host refuses.
+        ValueError: If two entity functions share a name, a route template uses syntax the local host refuses, or
+            HTTP functions mix the classic and the FastAPI request (HTTP streams).
     """
     routes: list[HttpRoute] = []
     entities: dict[str, EntityFunction] = {}
@@ -102,7 +106,24 @@ def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRou
             continue  # served by the MCP endpoint (mcp_tools.py discovers these)
         elif trigger_type not in _DURABLE_TRIGGERS:  # those are found by discover_durable_functions
             logger.warning("function %r has a %s trigger, which the local host does not run", name, trigger_type)
+    _refuse_mixed_requests(routes)
     return routes, entities
+
+
+def _refuse_mixed_requests(routes: list[HttpRoute]) -> None:
+    """Refuse an app whose HTTP functions take both request types, as the Functions worker would.
+
+    Raises:
+        ValueError: naming a function of each kind.
+    """
+    streams = [route.function_name for route in routes if route.starlette_request]
+    classic = [route.function_name for route in routes if not route.starlette_request]
+    if streams and classic:
+        raise ValueError(
+            f"Function {streams[0]!r} takes the FastAPI request (HTTP streams) but {classic[0]!r} takes "
+            "azure.functions.HttpRequest: once HTTP streams are on, the Python worker hands every HTTP function the "
+            "FastAPI request, so give all of them that shape (or none)."
+        )
 
 
 def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> HttpRoute:
@@ -155,6 +176,7 @@ def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> 
         task_hub=task_hub,
         user_function=user_function,
         context_param="context" in parameter_names and "context" not in bound,
+        starlette_request=takes_starlette_request(user_function, request_param),
     )
 
 

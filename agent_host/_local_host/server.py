@@ -24,6 +24,7 @@ from multidict import CIMultiDict
 from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
 from .errors import error_response
 from .functions import HttpRoute
+from .http_streams import send_response, starlette_request
 from .listener import read_body
 from .mcp_endpoint import MCP_SEGMENTS, McpEndpoint
 from .orchestration_api import ManagementUrls
@@ -262,13 +263,17 @@ class LocalHttpServer:
         query: dict[str, str] = {}
         for name, value in request.query.items():
             query.setdefault(name, value)
-        http_request = func.HttpRequest(
-            method=request.method.upper(),
-            url=str(request.url),
-            headers=headers,
-            params=query,
-            route_params=params,
-            body=body,
+        http_request: Any = (
+            starlette_request(request, body, params)  # HTTP streams: the FastAPI shape
+            if route.starlette_request
+            else func.HttpRequest(
+                method=request.method.upper(),
+                url=str(request.url),
+                headers=headers,
+                params=query,
+                route_params=params,
+                body=body,
+            )
         )
         kwargs: dict[str, Any] = {route.request_param: http_request}
         if route.client_param is not None:
@@ -282,7 +287,7 @@ class LocalHttpServer:
                 result = await asyncio.to_thread(route.user_function, **kwargs)
                 if inspect.isawaitable(result):
                     result = await result
-            return _to_web_response(result)
+            return await send_response(result, request) if route.starlette_request else _to_web_response(result)
         except Exception:
             logger.exception("function %r failed", route.function_name)
             return error_response(500, "internal_error", "The function failed; see the host log.")

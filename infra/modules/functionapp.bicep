@@ -88,6 +88,8 @@ var baseSettings = {
   TASKHUB_NAME: taskHubName
   AGENT_HOST_RETENTION_MODE: retentionMode
   AGENT_HOST_MAX_STATE_BYTES: string(maxStateBytes)
+  // The template serves HTTP streams (function_app.py, http_streams=True): the Python worker must index at start.
+  PYTHON_ENABLE_INIT_INDEXING: '1'
 }
 
 // The scheduler connection, identity-based (endpoint, managed identity, its client id). The deployed host.json names

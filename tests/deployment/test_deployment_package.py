@@ -186,5 +186,5 @@ def test_the_app_imports_and_indexes_from_the_unpacked_package_in_a_fresh_venv(t
             timeout=120,
         )
         assert worker.returncode == 0, worker.stderr
-        indexed = json.loads(worker.stdout.strip().splitlines()[-1])
+        indexed = json.loads(worker.stdout.strip().splitlines()[-1])["functions"]
         assert {entry["name"]: entry["rawBindings"] for entry in indexed} == expected

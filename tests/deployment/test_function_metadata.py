@@ -12,6 +12,7 @@ import typing
 
 import azure.functions as func
 import pytest
+from azurefunctions.extensions.base import RequestTrackerMeta, ResponseTrackerMeta
 from conftest import ScriptedChatClient, build_app, make_agent
 from worker_metadata import IndexedApp, index, load_template_module, offline_environment, template_app
 
@@ -164,6 +165,21 @@ def test_local_host_serves_exactly_the_routes_the_host_is_sent(indexed: IndexedA
     assert sorted(entities) == sorted(f.trigger["entityName"] for f in indexed.entities)
 
 
+def accepted_input(app: object, binding_type: str, annotation: object) -> bool:
+    """The worker's check of a parameter's annotation: with HTTP streams on, the HTTP request's is checked against
+    the web extension's request type instead of the binding's converter (azure_functions_runtime bindings/meta.py)."""
+    if getattr(app, "http_streams", False) and binding_type == "httpTrigger":
+        return RequestTrackerMeta.check_type(annotation)
+    return func.get_binding_registry().get(binding_type).check_input_type_annotation(annotation)
+
+
+def accepted_output(app: object, annotation: object) -> bool:
+    """The worker's check of an HTTP function's return annotation, the same way."""
+    if getattr(app, "http_streams", False):
+        return ResponseTrackerMeta.check_type(annotation)
+    return func.get_binding_registry().get("http").check_output_type_annotation(annotation)
+
+
 def test_every_parameter_is_a_declared_binding_with_an_accepted_annotation(indexed: IndexedApp) -> None:
     registry = func.get_binding_registry()
     for function in indexed.functions:
@@ -179,9 +195,19 @@ def test_every_parameter_is_a_declared_binding_with_an_accepted_annotation(index
             converter = registry.get(binding_type)
             if annotation is None or (annotation in (str, bytes) and not converter.has_implicit_output()):
                 continue
-            assert converter.check_input_type_annotation(annotation), (function.name, name, annotation)
+            assert accepted_input(indexed.app, binding_type, annotation), (function.name, name, annotation)
         if "return" in hints and function.bindings_of_type("http"):
-            assert registry.get("http").check_output_type_annotation(hints["return"]), function.name
+            assert accepted_output(indexed.app, hints["return"]), function.name
+
+
+def test_the_template_serves_http_streams_and_the_check_refuses_the_classic_shape_there() -> None:
+    # With HTTP streams on, the worker refuses an HTTP function taking azure.functions.HttpRequest: the check above
+    # would too.
+    app = template_app().app
+
+    assert app.http_streams is True
+    assert not accepted_input(app, "httpTrigger", func.HttpRequest)
+    assert not accepted_output(app, func.HttpResponse)
 
 
 def test_the_template_module_defines_exactly_one_function_app() -> None:

@@ -27,6 +27,7 @@ HOST_SETTINGS = {
     "FUNCTIONS_WORKER_RUNTIME": "the host starts the Python worker",
     "AzureWebJobsStorage": "the host and the Durable Functions extension keep their state there",
     "AzureWebJobsFeatureFlags": "EnableWorkerIndexing turns on the v2 programming model on older hosts",
+    "PYTHON_ENABLE_INIT_INDEXING": "the Python worker indexes the app at start, which HTTP streams need",
 }
 _ENVIRONMENT_NAMES = {"env", "environ"}
 

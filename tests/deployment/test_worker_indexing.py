@@ -24,11 +24,21 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER_SCRIPT = Path(__file__).with_name("worker_indexing.py")
 
 
-def index_with_worker(app_dir: Path) -> list[dict]:
+FASTAPI_REQUEST = "starlette.requests.Request"
+CLASSIC_APP = """
+from agent_framework import Agent
+
+from agent_host import AgentFunctionApp, OfflineChatClient
+
+app = AgentFunctionApp(agents=[Agent(OfflineChatClient(), "Be brief.", name="assistant")])
+"""
+
+
+def run_worker_indexing(app_dir: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
     env.pop("PYTHONPATH", None)
     completed = subprocess.run(
-        [sys.executable, str(WORKER_SCRIPT), str(app_dir)],
+        [sys.executable, str(WORKER_SCRIPT), str(app_dir), str(ROOT)],
         cwd=app_dir,
         env=env,
         capture_output=True,
@@ -40,6 +50,10 @@ def index_with_worker(app_dir: Path) -> list[dict]:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+def index_with_worker(app_dir: Path) -> list[dict]:
+    return run_worker_indexing(app_dir)["functions"]
+
+
 def test_the_worker_indexes_every_function_with_the_bindings_the_app_declares() -> None:
     expected = template_app()
 
@@ -48,6 +62,28 @@ def test_the_worker_indexes_every_function_with_the_bindings_the_app_declares() 
     assert {entry["name"]: tuple(entry["rawBindings"]) for entry in report} == {
         f.name: f.bindings for f in expected.functions
     }
+
+
+def test_the_template_is_indexed_for_http_streams_with_the_fastapi_request_everywhere() -> None:
+    # HTTP streams: the worker checks every HTTP function's request and response against the FastAPI types and hands
+    # each the FastAPI request; one classic function would fail the whole app's indexing.
+    report = run_worker_indexing(ROOT)
+
+    http = {entry["name"]: entry["requestType"] for entry in report["functions"] if entry["isHttp"]}
+    assert report["httpStreams"] is True
+    assert "api_turn_stream" in http
+    assert set(http.values()) == {FASTAPI_REQUEST}
+
+
+def test_an_app_without_http_streams_is_indexed_the_classic_way(tmp_path: Path) -> None:
+    (tmp_path / "function_app.py").write_text(CLASSIC_APP, encoding="utf-8")
+
+    report = run_worker_indexing(tmp_path)
+
+    http = {entry["name"]: entry["requestType"] for entry in report["functions"] if entry["isHttp"]}
+    assert report["httpStreams"] is False
+    assert set(http.values()) == {"azure.functions._http.HttpRequest"}
+    assert len(http) == 8
 
 
 def test_the_worker_binds_request_client_and_entity_context_as_intended() -> None:

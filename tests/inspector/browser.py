@@ -70,6 +70,7 @@ def screenshot(driver: Any, name: str, *, full_page: bool = True) -> Path:
     """Save the page as tests/artifacts/inspector-<name>.png (the whole page's height when `full_page`)."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"inspector-{name}.png"
+    driver.execute_script("window.scrollTo(0, 0)")
     if full_page:
         size = driver.get_window_size()
         height = driver.execute_script("return document.documentElement.scrollHeight")

@@ -3,6 +3,7 @@ compaction that summarizes after a few turns, and two workflows, one of which wa
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from agent_framework import (
@@ -20,6 +21,7 @@ from agent_framework import (
 from workflows.hitl_apps import Gate
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
+from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 
 @tool
@@ -42,8 +44,12 @@ class Shout(Executor):
         await ctx.yield_output(text.upper())
 
 
-def inspector_app(*, inspector: bool | None = True) -> AgentFunctionApp:
-    """The agent `assistant` and the workflows `review` (writer, then a person approves) and `shout`."""
+def inspector_app(streams: Path | None = None, *, inspector: bool | None = True) -> AgentFunctionApp:
+    """The agent `assistant` and the workflows `review` (writer, then a person approves) and `shout`.
+
+    With `streams` (a file), turns stream through an SQLite stream store there and HTTP functions take the HTTP
+    streams shape, as the template under `serve` does; without, the classic shape and no stream store.
+    """
     client = OfflineChatClient()
     history = InMemoryHistoryProvider(skip_excluded=True)
     compaction = CompactionProvider(
@@ -63,4 +69,11 @@ def inspector_app(*, inspector: bool | None = True) -> AgentFunctionApp:
     review = WorkflowBuilder(name="review", start_executor=writer, output_from=[gate]).add_edge(writer, gate).build()
     shouter = Shout(id="shouter")
     shout = WorkflowBuilder(name="shout", start_executor=shouter, output_from=[shouter]).build()
-    return AgentFunctionApp(agents=[assistant], workflows=[review, shout], settings=HostSettings(), inspector=inspector)
+    return AgentFunctionApp(
+        agents=[assistant],
+        workflows=[review, shout],
+        settings=HostSettings(),
+        inspector=inspector,
+        stream_store=SqliteStreamStore(streams) if streams is not None else None,
+        http_streams=streams is not None,
+    )

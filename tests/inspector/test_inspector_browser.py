@@ -26,7 +26,7 @@ def driver() -> Iterator[Any]:
 
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[RunningHost]:
-    running = RunningHost(inspector_app, tmp_path)
+    running = RunningHost(lambda: inspector_app(tmp_path / "streams.sqlite3"), tmp_path)
     yield running
     running.stop()
 
@@ -210,6 +210,7 @@ def test_compaction_shows_excluded_messages_dimmed_and_summaries_linked(driver: 
     for text in ("My name is Ada.", "use get_weather for Paris", "My city is Paris.", "I am a pilot."):
         send(driver, text)
     screenshot(driver, "compaction")
+    screenshot(driver, "compaction-top", full_page=False)  # docs/inspector.png is this one
 
     excluded = css(driver, "#transcript li.message.excluded")
     summary = css(driver, "#transcript li.message.summary-message")[-1]

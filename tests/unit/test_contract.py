@@ -27,7 +27,7 @@ from agent_host._retention_settings import RetentionSettings
 
 TURN_SHAPE = (
     'Expected {"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
-    '"timeoutSeconds": number}.'
+    '"timeoutSeconds": number, "stream": boolean}.'
 )
 
 

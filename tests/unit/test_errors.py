@@ -50,6 +50,7 @@ EXPECTED_STATUS = {
     "invalid_idempotency_key": 400,
     "invalid_query": 400,
     "invalid_timeout": 400,
+    "invalid_last_event_id": 400,
     "invalid_retention": 400,
     "too_many_approvals": 400,
     "conflicting_session_id": 400,

@@ -28,9 +28,11 @@ def test_every_error_a_caller_can_meet_is_exported() -> None:
 
 def test_public_api_is_exactly_this() -> None:
     assert sorted(agent_host.__all__) == [
+        "AgentCallbackContext",
         "AgentFunctionApp",
         "AgentHostError",
         "AgentNotFoundError",
+        "AgentResponseCallbackProtocol",
         "AgentTurnError",
         "Clock",
         "ConversationNotFoundError",
@@ -49,11 +51,15 @@ def test_public_api_is_exactly_this() -> None:
         "StateCorruptError",
         "StateVersionError",
         "StorageUnavailableError",
+        "StreamEvent",
+        "StreamStoreNotConfiguredError",
+        "StreamStoreUnavailableError",
         "StructuredOutputError",
         "SystemClock",
         "TurnExpiredError",
         "TurnFailedError",
         "TurnNotFoundError",
+        "TurnStreamStore",
         "UnknownApprovalError",
         "UnsupportedMediaTypeError",
         "WorkflowNotFoundError",

@@ -494,11 +494,11 @@
       if (turn.approvalRequests && turn.approvalRequests.length) notes.push(`${turn.approvalRequests.length} approval request(s)`);
       if (turn.answerCopies) notes.push(`${turn.answerCopies} answer message(s) kept as a copy`);
       if (turn.keyed) notes.push("Idempotency-Key");
-      const answer = el(
-        "td",
-        {},
-        turn.answerMessageIds.map((id) => (document.getElementById(messageDomId(id)) ? messageLink(id) : id)),
-      );
+      const answer = el("td", {});
+      turn.answerMessageIds.forEach((id, index) => {
+        if (index) answer.append(", ");
+        answer.append(document.getElementById(messageDomId(id)) ? messageLink(id) : id);
+      });
       tbody.append(
         el(
           "tr",

@@ -1,0 +1,133 @@
+"""The local host's SQLite store: its own file beside the entity store, and waking readers without polling."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_host._errors import ERROR_STATUS
+from agent_host._local_host.store import DATABASE_FILE_NAME, EntityStore
+from agent_host._streaming import sqlite_store
+from agent_host._streaming.channel import MESSAGE_DELTA, StreamEvent
+from agent_host._streaming.sqlite_store import SqliteStreamStore
+from agent_host._streaming.store_errors import StreamStoreUnavailableError
+
+
+def append_later(store: SqliteStreamStore, stream: str, event_id: int, delay: float) -> threading.Thread:
+    """Append one event from another thread (on its own loop), as the entity does on the agent loop."""
+
+    def append() -> None:
+        time.sleep(delay)
+        asyncio.run(store.append(stream, [StreamEvent(event_id, MESSAGE_DELTA, {"text": f"part {event_id}"})]))
+
+    thread = threading.Thread(target=append)
+    thread.start()
+    return thread
+
+
+def test_an_append_on_another_thread_wakes_a_waiting_reader_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Polling every 30 s: only the in-process wake-up can return the event within the assertion's second.
+    monkeypatch.setattr(sqlite_store, "OTHER_PROCESS_POLL_SECONDS", 30.0)
+    store = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    writer = append_later(store, "a/c/t", 1, delay=0.1)
+
+    started = time.monotonic()
+    events = asyncio.run(store.wait_for("a/c/t", after=0, timeout=20))
+    waited = time.monotonic() - started
+    writer.join()
+
+    assert [event.data["text"] for event in events] == ["part 1"]
+    assert waited < 1.0
+
+
+def test_two_store_objects_on_one_file_share_wake_ups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_store, "OTHER_PROCESS_POLL_SECONDS", 30.0)
+    entity_side = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    http_side = SqliteStreamStore(tmp_path / "." / "streams.sqlite3")  # the same file, named another way
+    writer = append_later(entity_side, "a/c/t", 1, delay=0.1)
+
+    started = time.monotonic()
+    events = asyncio.run(http_side.wait_for("a/c/t", after=0, timeout=20))
+    writer.join()
+
+    assert [event.id for event in events] == [1]
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_reader_sees_appends_from_another_process_by_polling(tmp_path: Path) -> None:
+    path = tmp_path / "streams.sqlite3"
+    reader = SqliteStreamStore(path)
+    # Another process writes the row itself (plain sqlite3: it starts in milliseconds, without agent_host).
+    script = (
+        "import sqlite3, sys, time\n"
+        "time.sleep(0.3)\n"
+        "with sqlite3.connect(sys.argv[1]) as db:\n"
+        "    db.execute('INSERT INTO turn_stream_events VALUES (?, ?, ?, ?)', sys.argv[2:])\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", script, str(path), "a/c/t", "1", "message.delta", '{"p": 1}'])
+
+    started = time.monotonic()
+    events = asyncio.run(reader.wait_for("a/c/t", after=0, timeout=20))
+    waited = time.monotonic() - started
+    writer.wait(20)
+
+    assert events == [StreamEvent(1, "message.delta", {"p": 1})]
+    assert waited < 0.3 + sqlite_store.OTHER_PROCESS_POLL_SECONDS + 1
+
+
+def test_a_reader_that_times_out_returns_nothing_and_leaves_no_waiter_behind(tmp_path: Path) -> None:
+    store = SqliteStreamStore(tmp_path / "streams.sqlite3")
+
+    events = asyncio.run(store.wait_for("a/c/t", after=0, timeout=0.05))
+
+    assert events == []
+    assert store._signals._waiting == {}
+
+
+def test_the_local_host_keeps_streams_in_their_own_file_beside_the_entity_store(tmp_path: Path) -> None:
+    entities = EntityStore(tmp_path)
+    streams = SqliteStreamStore.in_state_dir(tmp_path)
+    asyncio.run(streams.append("a/c/t", [StreamEvent(1, MESSAGE_DELTA, {"text": "hi"})]))
+    entities.close()
+    reopened = EntityStore(tmp_path)  # the entity store's emptied-store check is not confused by the new file
+    reopened.close()
+
+    assert streams.path == tmp_path.resolve() / "streams.sqlite3"
+    with sqlite3.connect(tmp_path / DATABASE_FILE_NAME) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "turn_stream_events" not in tables
+    with sqlite3.connect(streams.path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert connection.execute("SELECT stream, id, event, data FROM turn_stream_events").fetchall() == [
+            ("a/c/t", 1, MESSAGE_DELTA, '{"text":"hi"}')
+        ]
+
+
+def test_a_file_that_is_not_a_database_is_a_store_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "streams.sqlite3"
+    path.write_bytes(b"this is not a database, " * 100)
+
+    with pytest.raises(StreamStoreUnavailableError, match="file is not a database") as raised:
+        SqliteStreamStore(path)
+
+    assert str(path) in raised.value.message
+    assert (raised.value.code, ERROR_STATUS[raised.value.code]) == ("storage_unavailable", 503)
+
+
+def test_a_closed_store_refuses_every_call(tmp_path: Path) -> None:
+    store = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    store.close()
+
+    with pytest.raises(StreamStoreUnavailableError, match="the store was closed"):
+        asyncio.run(store.read("a/c/t"))
+    with pytest.raises(StreamStoreUnavailableError, match="the store was closed"):
+        asyncio.run(store.append("a/c/t", [StreamEvent(1, MESSAGE_DELTA)]))

@@ -1,0 +1,191 @@
+"""Helpers for streaming tests: an in-memory turn stream store, a model that streams, and an SSE client."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream, tool
+from conftest import ScriptedChatClient
+
+from agent_host._streaming.channel import StreamEvent
+
+
+class MemoryTurnStreamStore:
+    """The turn stream store protocol over a dict, usable from any thread and loop; refuses ids that do not grow."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str, list[StreamEvent]] = {}
+        self.appends: list[tuple[str, int]] = []  # (stream, events in the write)
+        self.deleted: list[str] = []
+        self._lock = threading.Lock()
+
+    async def append(self, stream: str, events: Sequence[StreamEvent]) -> None:
+        with self._lock:
+            stored = self.streams.setdefault(stream, [])
+            last = stored[-1].id if stored else 0
+            ids = [event.id for event in events]
+            if ids != sorted(ids) or len(set(ids)) != len(ids) or (ids and ids[0] <= last):
+                raise ValueError(f"ids {ids} do not follow {last} in {stream}")
+            stored.extend(events)
+            self.appends.append((stream, len(events)))
+
+    async def read(self, stream: str, after: int = 0, limit: int = 1000) -> list[StreamEvent]:
+        with self._lock:
+            return [event for event in self.streams.get(stream, []) if event.id > after][:limit]
+
+    async def last_id(self, stream: str) -> int:
+        with self._lock:
+            stored = self.streams.get(stream, [])
+            return stored[-1].id if stored else 0
+
+    async def delete(self, streams: Sequence[str]) -> None:
+        with self._lock:
+            for stream in streams:
+                self.streams.pop(stream, None)
+                self.deleted.append(stream)
+
+    def events(self, stream: str) -> list[StreamEvent]:
+        with self._lock:
+            return list(self.streams.get(stream, []))
+
+
+class FailingTurnStreamStore(MemoryTurnStreamStore):
+    """A store whose writes fail while `failing` is set (reads still work)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = True
+
+    async def append(self, stream: str, events: Sequence[StreamEvent]) -> None:
+        if self.failing:
+            raise ConnectionError("stream store unavailable")
+        await super().append(stream, events)
+
+
+class StreamingChatClient(ScriptedChatClient):
+    """The scripted model, streaming: each reply's text word by word, then its usage, as streaming services do."""
+
+    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
+        response = await super()._inner_get_response(messages=messages, stream=False, options=options, **kwargs)
+        if not stream:
+            return response
+        return ResponseStream(_word_updates(response), finalizer=lambda updates: response)
+
+
+class MidStreamFailingChatClient(ScriptedChatClient):
+    """A model that streams the start of its reply, then fails."""
+
+    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
+        self.calls.append(list(messages))
+
+        async def updates() -> Any:
+            for word in ("Half ", "an "):
+                yield ChatResponseUpdate(role="assistant", contents=[Content.from_text(word)])
+            raise ConnectionError("model stream cut off")
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+
+async def _word_updates(response: ChatResponse) -> Any:
+    for message in response.messages:
+        for content in message.contents:
+            if content.type == "text":
+                for number, word in enumerate(content.text.split(" ")):
+                    piece = word if number == 0 else f" {word}"
+                    yield ChatResponseUpdate(role=message.role, contents=[Content.from_text(piece)])
+            else:
+                yield ChatResponseUpdate(role=message.role, contents=[content])
+    if response.usage_details:
+        yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(response.usage_details)])
+
+
+@tool
+def get_weather(city: Annotated[str, "The city."]) -> str:
+    """Today's weather (canned)."""
+    return f"sunny in {city}"
+
+
+@tool(approval_mode="always_require")
+def cancel_order(order_id: Annotated[str, "The order."]) -> str:
+    """Cancel an order; needs the caller's approval (canned)."""
+    return f"Order {order_id} is cancelled."
+
+
+@dataclass
+class Sse:
+    """One parsed server-sent event."""
+
+    event: str
+    data: Any
+    id: int | None = None
+
+
+def parse_sse(body: bytes) -> list[Sse]:
+    """Every event of a whole `text/event-stream` body (comments skipped)."""
+    return [event for block in body.decode("utf-8").split("\n\n") if (event := _parse_block(block)) is not None]
+
+
+def _parse_block(block: str) -> Sse | None:
+    fields: dict[str, str] = {}
+    for line in block.splitlines():
+        if not line or line.startswith(":"):
+            continue
+        name, _, value = line.partition(": ")
+        fields[name] = value
+    if "event" not in fields:
+        return None
+    return Sse(fields["event"], json.loads(fields["data"]), int(fields["id"]) if "id" in fields else None)
+
+
+@dataclass
+class OpenStream:
+    """A streaming response being read event by event."""
+
+    status: int
+    headers: dict[str, str]
+    connection: http.client.HTTPConnection
+    response: http.client.HTTPResponse
+    received: list[Sse] = field(default_factory=list)
+
+    def events(self) -> Iterator[Sse]:
+        """The events as they arrive, until the stream ends."""
+        block: list[str] = []
+        while True:
+            line = self.response.readline()
+            if not line:
+                return
+            text = line.decode("utf-8").rstrip("\r\n")
+            if text:
+                block.append(text)
+                continue
+            event = _parse_block("\n".join(block))
+            block = []
+            if event is not None:
+                self.received.append(event)
+                yield event
+
+    def close(self) -> None:
+        """Hang up, as a client that goes away does."""
+        self.connection.close()
+
+
+def open_stream(
+    base_url: str, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+) -> OpenStream:
+    """Send a request asking for an event stream and return as soon as the response head arrived."""
+    url = urlsplit(base_url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    sent = {"Accept": "text/event-stream", **(headers or {})}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        sent.setdefault("Content-Type", "application/json")
+    connection.request(method, path, body=data, headers=sent)
+    response = connection.getresponse()
+    return OpenStream(response.status, {k.lower(): v for k, v in response.getheaders()}, connection, response)
