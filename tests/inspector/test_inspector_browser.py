@@ -258,3 +258,21 @@ def test_a_workflow_run_waiting_for_a_person_is_answered_from_its_form(driver: A
     listed = [item.text for item in css(driver, "#run-list button.item")]
     assert '"published: ' in outputs
     assert listed == [item for item in listed if run["runId"] in item] and "completed" in listed[0]
+
+
+def test_behind_a_function_key_the_page_works_with_the_key_in_its_address(driver: Any, tmp_path: Path) -> None:
+    running = RunningHost(lambda: inspector_app(tmp_path / "streams.sqlite3"), tmp_path, function_key="k-123")
+    try:
+        running.request("POST", "/api/agents/assistant/conversations/f1/turns?code=k-123", {"message": "Hi."})
+        assert running.host is not None
+        driver.get(f"{running.host.base_url}/api/inspector?code=k-123#agent=assistant")
+        wait(driver, lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "true")
+        listed = [item.text for item in css(driver, "#conversation-list button.item")]
+        # Opened with the key in the address: no prompt, and every request the page makes carries it.
+        assert by_id(driver, "key-form").is_displayed() is False and listed == ["f1"]
+
+        # The page itself needs the key too; without one the host refuses it before the app runs.
+        driver.get(f"{running.host.base_url}/api/inspector")
+        assert "unauthorized" in driver.find_element("tag name", "body").text
+    finally:
+        running.stop()
