@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._inspector.settings import turn_on_unless_set
 from ._settings import describe_chat_client
 from ._streaming.selection import SQLITE_PREFIX
 from ._streaming.sqlite_store import STREAMS_FILE_NAME
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_local_settings(Path.cwd() / "local.settings.json")
+    turn_on_unless_set(os.environ)  # the inspector is on under serve unless AGENT_HOST_INSPECTOR says otherwise
     use_local_stream_store(args.state_dir)
     # Read after local.settings.json is applied, so the setting works from there too; empty means no key.
     function_key = args.function_key or os.environ.get(FUNCTION_KEY_SETTING) or None
@@ -137,7 +139,12 @@ def host_extension(host_json: Path, name: str) -> dict[str, Any]:
 def banner(app: Any) -> list[str]:
     """Lines that say which agents and models the app serves."""
     agents = getattr(app, "agents", {})
-    return [f"Agent '{name}': {describe_chat_client(getattr(agent, 'client', None))}" for name, agent in agents.items()]
+    lines = [
+        f"Agent '{name}': {describe_chat_client(getattr(agent, 'client', None))}" for name, agent in agents.items()
+    ]
+    if getattr(app, "inspector", False):
+        lines.append("Inspector: open /api/inspector in a browser (AGENT_HOST_INSPECTOR=0 turns it off)")
+    return lines
 
 
 if __name__ == "__main__":

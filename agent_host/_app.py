@@ -21,8 +21,11 @@ from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._http import classic_functions
+from ._http.conversation_list import ConversationListRoute
 from ._http.routes import Routes
 from ._http.workflow_routes import WorkflowRoutes
+from ._inspector.routes import InspectorRoutes
+from ._inspector.settings import inspector_from_settings
 from ._mcp import (
     McpTool,
     McpToolRegistry,
@@ -78,6 +81,9 @@ class AgentFunctionApp(df.DFApp):
             decide per agent and per workflow. See docs/mcp.md.
         workflows: Agent Framework workflows to host, each under `/api/workflows/{Workflow.name}/...` (see
             `add_workflow`).
+        inspector: Serve the inspector page at `/api/inspector` (behind the function key like every route); None
+            reads the `AGENT_HOST_INSPECTOR` app setting (off unless set; `python -m agent_host serve` sets it).
+            See docs/inspector.md.
         http_streams: Serve HTTP functions through Azure Functions' HTTP streams (FastAPI request and response types,
             needs azurefunctions-extensions-http-fastapi and `PYTHON_ENABLE_INIT_INDEXING=1`), so event streams are
             sent as they are produced; without, an event stream is sent whole when it ends. See docs/streaming.md.
@@ -101,6 +107,7 @@ class AgentFunctionApp(df.DFApp):
         clock: Clock = SYSTEM_CLOCK,
         enable_mcp_tool_trigger: bool = False,
         workflows: Sequence[Workflow] = (),
+        inspector: bool | None = None,
         http_streams: bool = False,
         stream_store: TurnStreamStore | None = None,
         default_callback: AgentResponseCallbackProtocol | None = None,
@@ -122,6 +129,10 @@ class AgentFunctionApp(df.DFApp):
         self._register_routes(Routes(self._agent_routes, self.settings, clock, self._stream_store))
         self._workflows = WorkflowFunctions(self, self._node_entity, self.settings.run_timeout_seconds)
         self._register_workflow_routes(WorkflowRoutes(self._workflows.routes, self.settings))
+        self._register_conversation_list(ConversationListRoute(self._agent_routes))
+        self.inspector = inspector_from_settings() if inspector is None else inspector
+        if self.inspector:
+            self._register_inspector(InspectorRoutes(self._agent_routes, self._workflows.routes))
         for agent in agents:
             self.add_agent(agent)
         for workflow in workflows:
@@ -337,6 +348,17 @@ class AgentFunctionApp(df.DFApp):
             function = self.durable_client_input(client_name="client")(function)
         function = self.route(route=route, methods=_ALL_METHODS, auth_level=auth_level)(function)
         self.function_name(name)(function)
+
+    def _register_conversation_list(self, route: ConversationListRoute) -> None:
+        self._register_http("api_conversations", "agents/{agent}/conversations", route.conversations, client=True)
+
+    def _register_inspector(self, routes: InspectorRoutes) -> None:
+        self._register_http("api_inspector", "inspector", routes.page)
+        self._register_http("api_inspector_app", "inspector/app", routes.hosted)
+        self._register_http(
+            "api_inspector_conversation", f"inspector/{CONVERSATION_ROUTE}", routes.conversation, client=True
+        )
+        self._register_http("api_inspector_runs", "inspector/workflows/{workflow}/runs", routes.runs, client=True)
 
 
 def _function_shape(http_streams: bool) -> ModuleType:

@@ -253,6 +253,8 @@ class RunOperation(BaseModel):
     # Whole input messages (core's `Message.to_dict()` form) in place of `message`: a workflow's agent node receives
     # the upstream conversation with its roles, tool calls, non-text content and ids (docs/workflows.md, L3-2).
     messages: list[dict[str, Any]] | None = None
+    # Run the agent streaming and write the turn's stream (agent_host/_streaming); the stored outcome is the same.
+    stream: bool = False
 
     # Run the agent streaming and write the turn's stream (agent_host/_streaming); the stored outcome is the same.
     stream: bool = False

@@ -1,7 +1,9 @@
 """The slice of the Durable Functions HTTP webhook API that the durable client uses.
 
 ``DurableOrchestrationClient.signal_entity`` posts to ``entities/{name}/{key}?op=...`` and ``read_entity_state`` gets
-``entities/{name}/{key}``; both arrive here under ``/runtime/webhooks/durabletask/``. The orchestration routes
+``entities/{name}/{key}``; both arrive here under ``/runtime/webhooks/durabletask/``. ``GET entities/{name}`` lists an
+entity function's entities a page at a time, as the extension's entity query does (the SDK has no call for it; the app
+sends it itself). The orchestration routes
 (``orchestrators/...``, ``instances/...``) are handed to ``orchestration_api``. The app's client reaches this API on a
 loopback-only listener of its own (its ``rpcBaseUrl``); the public port forwards here only requests with the key.
 """
@@ -9,6 +11,8 @@ loopback-only listener of its own (its ``rpcBaseUrl``); the public port forwards
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import logging
 
 from aiohttp import web
@@ -25,6 +29,9 @@ logger = logging.getLogger(__name__)
 
 WEBHOOK_SEGMENTS: tuple[str, ...] = ("runtime", "webhooks", "durabletask")
 """Path segments (after the host) under which the webhook API lives."""
+
+ENTITY_PAGE_SIZE = 100
+"""Entities per page of ``GET entities/{name}`` when ``top`` is not given: the extension's ``EntityQuery`` default."""
 
 
 class DurableWebhookApi:
@@ -77,6 +84,8 @@ class DurableWebhookApi:
         """
         if self._orchestrations is not None and segments and segments[0].lower() in ORCHESTRATION_SEGMENTS:
             return await self._orchestrations.handle(request, segments)
+        if len(segments) == 2 and segments[0].lower() == "entities" and segments[1] and request.method == "GET":
+            return await self._list(request, segments[1].lower())
         if len(segments) < 3 or segments[0].lower() != "entities" or not segments[1] or not all(segments[2:]):
             return error_response(
                 404,
@@ -134,6 +143,52 @@ class DurableWebhookApi:
         self._scheduler.schedule(name, key)
         return web.Response(status=202, text="{}", content_type="application/json")
 
+    async def _list(self, request: web.BaseRequest, name: str) -> web.Response:
+        """List the entities of one entity function, in key order, as the extension's entity query answers.
+
+        ``top`` is the page size (100 by default, as the extension's ``EntityQuery``), ``fetchState=true`` adds each
+        entity's state, and the ``x-ms-continuation-token`` header asks for the page after a previous one (the
+        answer carries it while more entities follow). Each entity is ``{"entityId": {"name", "key"}}`` (plus
+        ``state``): the local store keeps no time of an entity's last operation, so ``lastOperationTime``, which the
+        extension adds, is left out here.
+
+        Args:
+            request: The GET request.
+            name: Lower-cased entity name.
+
+        Returns:
+            200 with the page, 400 for a bad ``top`` or token, 404 for an unknown entity function, 503 when the store
+            failed.
+        """
+        if name not in self._scheduler.entity_names:
+            known = ", ".join(sorted(self._scheduler.entity_names)) or "none"
+            return error_response(
+                404, "entity_not_found", f"The app has no entity function named {name!r} (its entities: {known})."
+            )
+        try:
+            top = int(request.query.get("top") or ENTITY_PAGE_SIZE)
+            after = _entity_after(request.headers.get("x-ms-continuation-token"))
+        except ValueError as exc:
+            return error_response(400, "bad_request", f"The entity query is not valid: {exc}.")
+        if top < 1:
+            return error_response(400, "bad_request", f"top must be at least 1, got {top}.")
+        with_state = (request.query.get("fetchState") or "").lower() == "true"
+        try:
+            rows = await asyncio.to_thread(
+                self._store.list_entities, name, after_key=after, limit=top + 1, with_state=with_state
+            )
+        except StorageError as exc:
+            logger.error("listing entities of %s failed: %s", loggable(name), exc)
+            return storage_unavailable(f"The local host could not list the entities of {name!r} ({exc.cause}).")
+        page = []
+        for key, state in rows[:top]:
+            entity: dict[str, object] = {"entityId": {"name": name, "key": key}}
+            if with_state:
+                entity["state"] = json.loads(state) if state is not None else None
+            page.append(entity)
+        headers = {"x-ms-continuation-token": _entity_token(rows[top - 1][0])} if len(rows) > top else None
+        return web.Response(status=200, text=json.dumps(page), content_type="application/json", headers=headers)
+
     async def _read(self, name: str, key: str) -> web.Response:
         """Return the entity's state JSON text.
 
@@ -163,6 +218,25 @@ class DurableWebhookApi:
         if state is None:
             return error_response(404, "not_found", f"Entity @{name}@{key} does not exist.")
         return web.Response(status=200, text=state, content_type="application/json")
+
+
+def _entity_token(key: str) -> str:
+    """An opaque continuation token for the page of entities after ``key``."""
+    return base64.urlsafe_b64encode(key.encode()).decode()
+
+
+def _entity_after(token: str | None) -> str | None:
+    """The key a continuation token stands for.
+
+    Raises:
+        ValueError: The token was not made by this host.
+    """
+    if not token:
+        return None
+    try:
+        return base64.b64decode(token.encode(), altchars=b"-_", validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError("the x-ms-continuation-token header is not a token this host returned") from None
 
 
 def storage_unavailable(message: str) -> web.Response:

@@ -283,6 +283,28 @@ class EntityStore:
             row = conn.execute("SELECT state FROM entities WHERE name = ? AND key = ?", (name, key)).fetchone()
         return None if row is None else str(row[0])
 
+    def list_entities(
+        self, name: str, *, after_key: str | None, limit: int, with_state: bool
+    ) -> list[tuple[str, str | None]]:
+        """List one entity function's entities in key order, a page at a time (the webhook API's entity query).
+
+        Args:
+            name: Lower-cased entity name.
+            after_key: List only keys after this one (the previous page's last key); None starts at the first.
+            limit: Most entities to return.
+            with_state: Return each entity's state text too (None in its place otherwise).
+
+        Returns:
+            ``(key, state)`` pairs in ascending key order.
+        """
+        column = "state" if with_state else "NULL"
+        with self._using("list entities") as conn:
+            rows = conn.execute(
+                f"SELECT key, {column} FROM entities WHERE name = ? AND key > ? ORDER BY key LIMIT ?",
+                (name, after_key if after_key is not None else "", limit),
+            ).fetchall()
+        return [(str(row[0]), None if row[1] is None else str(row[1])) for row in rows]
+
     def write_state(self, name: str, key: str, state: str | None) -> None:
         """Write or delete an entity's state.
 

@@ -32,6 +32,7 @@ def test_each_agent_gets_one_entity_and_the_routes_are_shared() -> None:
 
     assert names == [
         "api_conversation",
+        "api_conversations",
         "api_health",
         "api_messages",
         "api_retention",

@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("conversation", ("agent_host._conversation",)),
     ("entity", ("agent_host._conversation.entity",)),
     ("http", ("agent_host._http",)),
+    ("inspector", ("agent_host._inspector",)),
     ("orchestration", ("agent_host._orchestrations",)),
     ("mcp", ("agent_host._mcp",)),
     ("workflows", ("agent_host._workflows",)),
@@ -57,6 +58,7 @@ _TRIGGER_SIDE_MUST_NOT_KNOW = (
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "agent_host._http": _TRIGGER_SIDE_MUST_NOT_KNOW,
     "agent_host._mcp": _TRIGGER_SIDE_MUST_NOT_KNOW,
+    "agent_host._inspector": _TRIGGER_SIDE_MUST_NOT_KNOW,
     "agent_host._local_host": (
         "agent_host._conversation",
         "agent_host._http",

@@ -1,0 +1,53 @@
+"""`GET /api/agents/{agent}/conversations`: an agent's conversations, a page at a time.
+
+Each conversation is an entity of the agent's entity function, so the list is the durable host's entity query of
+that function (`durable_queries.list_entities`). It lists ids only: reading every conversation's state to describe it
+would cost a full read each. Knows the route's contract, not how conversations are stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from .._contract import AgentRoute
+from .._errors import AgentNotFoundError
+from .durable_queries import list_entities
+from .paging import PageQuery
+from .requests import query
+from .responses import json_response, respond
+
+
+class ConversationListRoute:
+    """The handler of the conversation list; reads the app's registered agents."""
+
+    def __init__(self, agents: Mapping[str, AgentRoute]) -> None:
+        self._agents = agents
+
+    async def conversations(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET /api/agents/{agent}/conversations[?top=N&continuationToken=...]`."""
+        return await respond(req, ("GET",), lambda: self._list(req, client))
+
+    async def _list(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        name = req.route_params.get("agent", "")
+        agent = self._agents.get(name)
+        if agent is None:
+            raise AgentNotFoundError(name[:80], sorted(self._agents))
+        page_query = query(req, PageQuery)
+        page = await list_entities(
+            client, agent.entity_name, top=page_query.top, continuation_token=page_query.continuation_token
+        )
+        conversations = [_listed(item) for item in page.items if isinstance(item.get("entityId"), dict)]
+        body = {"agent": agent.name, "conversations": conversations, "continuationToken": page.continuation_token}
+        return json_response(200, body)
+
+
+def _listed(item: dict[str, Any]) -> dict[str, Any]:
+    """One listed entity as a conversation: its id, and when it last ran an operation if the host says."""
+    listed: dict[str, Any] = {"conversationId": item["entityId"].get("key")}
+    if item.get("lastOperationTime"):
+        listed["lastOperationTime"] = item["lastOperationTime"]
+    return listed

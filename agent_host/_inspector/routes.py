@@ -1,0 +1,108 @@
+"""The inspector's routes: its page, what the app hosts, one conversation as a whole, and a workflow's runs.
+
+Registered only when the inspector is on; everything else the page shows comes from the app's ordinary routes.
+Handlers raise `AgentHostError`s and `respond` renders them, as on every route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from .._contract import AgentRoute, validate_conversation_id
+from .._conversation.state import is_deleted
+from .._errors import AgentNotFoundError, ConversationNotFoundError, WorkflowNotFoundError
+from .._http.durable_client import ConversationClient
+from .._http.durable_queries import list_instances
+from .._http.paging import PageQuery
+from .._http.requests import query
+from .._http.responses import json_response, respond
+from .._workflows.contract import STATUS_KEY, WAITING_FOR_INPUT, WorkflowRoute
+from .page import inspector_page
+from .views import render_inspection
+
+# A workflow's runs are found by reading the task hub's instances, which the host cannot filter by orchestrator:
+# one request reads at most this many pages before it answers with what it found and where to go on.
+MAX_PAGES_PER_RUN_LIST = 5
+_RUNTIME_STATUS = {"Completed": "completed", "Failed": "failed", "Terminated": "terminated", "Canceled": "terminated"}
+
+
+class InspectorRoutes:
+    """The inspector's handlers; they read the app's registered agents and workflows as they are added."""
+
+    def __init__(self, agents: Mapping[str, AgentRoute], workflows: Mapping[str, WorkflowRoute]) -> None:
+        self._agents = agents
+        self._workflows = workflows
+
+    async def page(self, req: func.HttpRequest) -> func.HttpResponse:
+        """`GET /api/inspector`: the page."""
+
+        async def handle() -> func.HttpResponse:
+            page = inspector_page()
+            return func.HttpResponse(
+                page.html, status_code=200, mimetype="text/html", charset="utf-8", headers=page.headers
+            )
+
+        return await respond(req, ("GET",), handle)
+
+    async def hosted(self, req: func.HttpRequest) -> func.HttpResponse:
+        """`GET /api/inspector/app`: the agents and workflows the app hosts."""
+
+        async def handle() -> func.HttpResponse:
+            agents = [{"name": route.name, "history": route.history} for route in self._agents.values()]
+            workflows = [{"name": name} for name in self._workflows]
+            return json_response(200, {"agents": agents, "workflows": workflows})
+
+        return await respond(req, ("GET",), handle)
+
+    async def conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET /api/inspector/agents/{agent}/conversations/{conversationId}`: the conversation from one read."""
+        return await respond(req, ("GET",), lambda: self._conversation(req, client))
+
+    async def runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET /api/inspector/workflows/{workflow}/runs[?top=N&continuationToken=...]`: a workflow's runs."""
+        return await respond(req, ("GET",), lambda: self._runs(req, client))
+
+    async def _conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        name = req.route_params.get("agent", "")
+        agent = self._agents.get(name)
+        if agent is None:
+            raise AgentNotFoundError(name[:80], sorted(self._agents))
+        conversation_id = validate_conversation_id(req.route_params.get("conversationId", ""))
+        state = await ConversationClient(client, agent.entity_name).read(conversation_id)
+        if state is None or is_deleted(state):
+            raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
+        return json_response(200, render_inspection(agent, conversation_id, state))
+
+    async def _runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        name = req.route_params.get("workflow", "")
+        workflow = self._workflows.get(name)
+        if workflow is None:
+            raise WorkflowNotFoundError(name[:80], sorted(self._workflows))
+        page_query = query(req, PageQuery)
+        token = page_query.continuation_token
+        runs: list[dict[str, Any]] = []
+        for _ in range(MAX_PAGES_PER_RUN_LIST):
+            page = await list_instances(client, top=page_query.top, continuation_token=token)
+            runs.extend(_run(item) for item in page.items if item.get("name") == workflow.orchestrator_name)
+            token = page.continuation_token
+            if token is None or len(runs) >= page_query.top:
+                break
+        return json_response(200, {"workflow": workflow.name, "runs": runs, "continuationToken": token})
+
+
+def _run(status: dict[str, Any]) -> dict[str, Any]:
+    """A run as listed: its status from the instance's own status (`GET .../runs/{runId}` also reads sub-workflows)."""
+    runtime = status.get("runtimeStatus")
+    custom = status.get("customStatus")
+    waiting = isinstance(custom, dict) and custom.get(STATUS_KEY) == WAITING_FOR_INPUT
+    return {
+        "runId": status.get("instanceId"),
+        "status": _RUNTIME_STATUS.get(str(runtime), WAITING_FOR_INPUT if waiting else "running"),
+        "runtimeStatus": runtime,
+        "createdTime": status.get("createdTime"),
+        "lastUpdatedTime": status.get("lastUpdatedTime"),
+    }

@@ -1,0 +1,82 @@
+"""A real headless Chromium driven through Selenium and Debian's chromedriver, for the inspector's browser tests.
+
+Without the browser the tests skip, except under CI (`CI=true`), where they fail: `.ci/run` installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+# Chromium's own connections (updates, sync, field trials) are refused on a closed network and would only slow it.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def require_browser() -> tuple[str, str]:
+    """The paths of chromium and chromedriver, or a skip (a failure under CI) naming what is missing."""
+    chromium = shutil.which("chromium")
+    chromedriver = shutil.which("chromedriver")
+    missing = [name for name, path in (("chromium", chromium), ("chromium-driver", chromedriver)) if path is None]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("selenium (requirements-dev.txt)")
+    if missing:
+        message = f"the browser tests need {', '.join(missing)}: apt-get install -y chromium chromium-driver"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    assert chromium is not None and chromedriver is not None
+    return chromium, chromedriver
+
+
+def start_browser(width: int = 1280, height: int = 1000) -> Iterator[Any]:
+    """A headless Chromium with a fresh profile; quit afterwards."""
+    chromium, chromedriver = require_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="inspector-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot(driver: Any, name: str, *, full_page: bool = True) -> Path:
+    """Save the page as tests/artifacts/inspector-<name>.png (the whole page's height when `full_page`)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"inspector-{name}.png"
+    driver.execute_script("window.scrollTo(0, 0)")
+    if full_page:
+        size = driver.get_window_size()
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(size["width"], min(max(height, size["height"]), 6000))
+        driver.save_screenshot(str(path))
+        driver.set_window_size(size["width"], size["height"])
+    else:
+        driver.save_screenshot(str(path))
+    return path

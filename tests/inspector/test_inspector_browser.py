@@ -1,0 +1,278 @@
+"""The inspector in a real headless Chromium (Selenium, Debian's chromium and chromedriver) against the local host.
+
+Each test leaves screenshots in tests/artifacts/ (git-ignored). Without a browser these tests skip, except under CI,
+where they fail (`tests/inspector/browser.py`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser import screenshot, start_browser
+from hosting import RunningHost
+from inspector_apps import inspector_app
+
+WAIT_SECONDS = 30
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    yield from start_browser()
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[RunningHost]:
+    running = RunningHost(lambda: inspector_app(tmp_path / "streams.sqlite3"), tmp_path)
+    yield running
+    running.stop()
+
+
+def wait(driver: Any, condition: Any, seconds: float = WAIT_SECONDS) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, seconds).until(condition)
+
+
+def by_id(driver: Any, element_id: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, element_id)
+
+
+def css(driver: Any, selector: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def open_inspector(driver: Any, host: RunningHost, fragment: str = "") -> None:
+    assert host.host is not None
+    driver.set_window_size(1280, 1000)
+    driver.get(f"{host.host.base_url}/api/inspector{fragment}")
+    driver.execute_script("localStorage.clear()")
+    driver.refresh()
+    wait(driver, lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "true")
+    assert by_id(driver, "error").text == ""
+
+
+def turns_sent(driver: Any) -> int:
+    return int(driver.execute_script("return Number(document.body.dataset.turnsSent || 0)"))
+
+
+def send(driver: Any, text: str) -> None:
+    """Type a message into the chat box and press Enter; wait until its turn is done and the page read it back."""
+    from selenium.webdriver.common.keys import Keys
+
+    before = turns_sent(driver)
+    box = by_id(driver, "message")
+    box.send_keys(text)
+    box.send_keys(Keys.ENTER)
+    wait(driver, lambda d: turns_sent(d) > before)
+
+
+def open_conversation(driver: Any, conversation_id: str) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    field = by_id(driver, "open-id")
+    field.clear()
+    field.send_keys(conversation_id, Keys.ENTER)
+    wait(driver, lambda d: d.find_element("id", "conversation").is_displayed())
+
+
+def test_every_control_has_a_label_and_the_regions_are_named(driver: Any, host: RunningHost) -> None:
+    open_inspector(driver, host, "#agent=assistant&conversation=c1")
+
+    unlabelled = driver.execute_script(
+        """
+        const named = (el) => (el.labels && el.labels.length) || el.getAttribute('aria-label')
+          || el.getAttribute('aria-labelledby');
+        const fields = [...document.querySelectorAll('input, select, textarea')].filter((el) => !named(el));
+        const buttons = [...document.querySelectorAll('button')].filter(
+          (el) => !(el.textContent.trim() || el.getAttribute('aria-label')));
+        return [...fields, ...buttons].map((el) => el.outerHTML);
+        """
+    )
+    sections = driver.execute_script(
+        "return [...document.querySelectorAll('section')].filter((s) => !s.getAttribute('aria-labelledby')).length"
+    )
+    screenshot(driver, "loaded")
+
+    assert unlabelled == []
+    assert sections == 0
+    assert by_id(driver, "status").get_attribute("role") == "status"
+    assert by_id(driver, "error").get_attribute("role") == "alert"
+    assert by_id(driver, "message").accessible_name == "Message"
+    assert by_id(driver, "agent").get_attribute("value") == "assistant"
+
+
+def test_a_message_sent_from_the_keyboard_streams_in_and_is_stored(driver: Any, host: RunningHost) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    open_inspector(driver, host, "#agent=assistant&conversation=k1")
+    driver.execute_script("document.activeElement.blur()")
+    # Reach the chat box with Tab alone: it must be in the keyboard order.
+    for _ in range(40):
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        if driver.switch_to.active_element.get_attribute("id") == "message":
+            break
+    assert driver.switch_to.active_element.get_attribute("id") == "message"
+    driver.execute_script(
+        """
+        window.replyTexts = [];
+        new MutationObserver(() => {
+          const reply = document.getElementById('live-reply');
+          const text = reply && reply.querySelector('.message-text');
+          if (text) window.replyTexts.push(text.textContent);
+        }).observe(document.getElementById('transcript'), {subtree: true, childList: true, characterData: true});
+        """
+    )
+
+    before = turns_sent(driver)
+    ActionChains(driver).send_keys("My name is Ada.", Keys.ENTER).perform()
+    wait(driver, lambda d: turns_sent(d) > before)
+    screenshot(driver, "streamed")
+
+    answer = "[offline model] Noted: your name is Ada. (0 earlier messages in this conversation.)"
+    texts = [text for text in driver.execute_script("return window.replyTexts") if text]
+    events = driver.execute_script("return document.body.dataset.lastTurnEvents").split()
+    stored = host.request("GET", "/api/agents/assistant/conversations/k1/messages").json()["messages"]
+    assert [message["text"] for message in stored] == ["My name is Ada.", answer]
+    assert [item.text for item in css(driver, "#transcript .message .message-text")] == ["My name is Ada.", answer]
+    assert events[0] == "turn.started" and events[-1] == "turn.completed"
+    assert events.count("message.delta") > 1
+    # The reply grew delta by delta, each text a prefix of the next, up to the stored answer.
+    assert len(set(texts)) > 1 and texts[-1] == answer
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
+    assert driver.switch_to.active_element.get_attribute("id") == "message"
+
+
+def test_a_pending_tool_is_approved_with_its_button(driver: Any, host: RunningHost) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    open_inspector(driver, host, "#agent=assistant&conversation=a1")
+    send(driver, "use cancel_order order_id=A1")
+    wait(driver, lambda d: css(d, "#approvals li.approval"))
+    screenshot(driver, "approval-pending")
+    approve = css(driver, "#approvals li.approval button")[0]
+
+    assert approve.accessible_name == 'Approve cancel_order({"order_id":"A1"})'
+    before = turns_sent(driver)
+    approve.send_keys(Keys.ENTER)  # a keyboard press on the button
+    wait(driver, lambda d: turns_sent(d) > before)
+    screenshot(driver, "approval-done")
+
+    transcript = [item.text for item in css(driver, "#transcript .message")]
+    summary = host.request("GET", "/api/agents/assistant/conversations/a1").json()
+    assert any("Order A1 is cancelled." in text for text in transcript)
+    assert css(driver, "#approvals li") == [] and by_id(driver, "no-approvals").is_displayed()
+    assert summary["pendingApprovals"] == []
+
+
+def test_retention_is_changed_from_its_form_and_the_chart_shows_the_budget(driver: Any, host: RunningHost) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    open_inspector(driver, host, "#agent=assistant&conversation=r1")
+    send(driver, "My name is Ada.")
+    Select(by_id(driver, "retention-mode")).select_by_value("follow_compaction")
+    for field, value in (("retention-budget", "8192"), ("retention-high", "0.9"), ("retention-low", "0.6")):
+        by_id(driver, field).clear()
+        by_id(driver, field).send_keys(value)
+    css(driver, "#retention-form button[type=submit]")[0].click()
+    wait(driver, lambda d: "Retention is now follow_compaction" in d.find_element("id", "status").text)
+    for text in ("I am a pilot.", "My city is Paris.", "My pet is Rex.", "My color is green."):
+        send(driver, text)
+    screenshot(driver, "retention")
+
+    stored = host.request("GET", "/api/agents/assistant/conversations/r1").json()
+    points = driver.execute_script("return document.querySelectorAll('#size-chart circle.point').length")
+    budget_lines = driver.execute_script("return document.querySelectorAll('#size-chart line.budget').length")
+    rows = [row.get_attribute("textContent") for row in css(driver, "#summary dd")]
+    assert stored["retention"] == {
+        "mode": "follow_compaction",
+        "maxStateBytes": 8192,
+        "highWatermark": 0.9,
+        "lowWatermark": 0.6,
+    }
+    assert "follow_compaction, watermarks 0.6 \u2013 0.9" in rows
+    assert stored["truncation"]["evictedMessages"] > 0  # follow_compaction deleted what compaction excluded
+    assert f"{stored['truncation']['evictedMessages']} messages, 0 answer copies" in rows
+    assert points == 5 and budget_lines == 1
+    assert by_id(driver, "size-table").get_attribute("textContent").count(str(stored["stateBytes"])) == 1
+
+
+def test_compaction_shows_excluded_messages_dimmed_and_summaries_linked(driver: Any, host: RunningHost) -> None:
+    open_inspector(driver, host, "#agent=assistant&conversation=s1")
+    for text in ("My name is Ada.", "use get_weather for Paris", "My city is Paris.", "I am a pilot."):
+        send(driver, text)
+    screenshot(driver, "compaction")
+    screenshot(driver, "compaction-top", full_page=False)  # docs/inspector.png is this one
+
+    excluded = css(driver, "#transcript li.message.excluded")
+    summary = css(driver, "#transcript li.message.summary-message")[-1]
+    links = summary.find_elements("css selector", ".links a")
+    opacity = float(driver.execute_script("return getComputedStyle(arguments[0]).opacity", excluded[0]))
+    assert excluded and opacity < 1
+    assert "excluded: summarized" in excluded[0].text and "Summarized by:" in excluded[0].text
+    assert excluded[0].get_attribute("aria-label").endswith("excluded by compaction")
+    assert summary.text.count("[offline model] Summary of") == 1 and links
+    target = links[0].get_attribute("textContent")
+    links[0].click()
+    assert driver.switch_to.active_element.get_attribute("id") == f"msg-{target}"
+    by_id(driver, "show-excluded").click()  # hide them
+    assert not any(item.is_displayed() for item in css(driver, "#transcript li.message.excluded"))
+
+
+def test_a_narrow_window_shows_one_column_without_sideways_scrolling(driver: Any, host: RunningHost) -> None:
+    open_inspector(driver, host, "#agent=assistant&conversation=n1")
+    send(driver, "use get_weather for Paris")
+    driver.set_window_size(400, 900)
+
+    overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+    sidebar = css(driver, "#conversations-view .sidebar")[0].rect
+    content = by_id(driver, "conversation").rect
+    screenshot(driver, "narrow")
+
+    assert overflow <= 0
+    assert content["y"] > sidebar["y"] and abs(content["x"] - sidebar["x"]) < 4
+
+
+def test_a_workflow_run_waiting_for_a_person_is_answered_from_its_form(driver: Any, host: RunningHost) -> None:
+    run = host.request("POST", "/api/workflows/review/runs", {"input": "Draft a note.", "wait": True}).json()
+    open_inspector(driver, host, f"#workflow=review&run={run['runId']}")
+    wait(driver, lambda d: css(d, "#requests li.request"))
+    screenshot(driver, "workflow-waiting")
+
+    field = css(driver, "#requests li.request textarea")[0]
+    assert field.accessible_name.startswith("Response to ")
+    field.send_keys("true")
+    css(driver, "#requests li.request button[type=submit]")[0].click()
+    wait(driver, lambda d: d.find_element("id", "run-status").text == "completed")
+    screenshot(driver, "workflow-done")
+
+    outputs = by_id(driver, "outputs").text
+    listed = [item.text for item in css(driver, "#run-list button.item")]
+    assert '"published: ' in outputs
+    assert listed == [item for item in listed if run["runId"] in item] and "completed" in listed[0]
+
+
+def test_behind_a_function_key_the_page_works_with_the_key_in_its_address(driver: Any, tmp_path: Path) -> None:
+    running = RunningHost(lambda: inspector_app(tmp_path / "streams.sqlite3"), tmp_path, function_key="k-123")
+    try:
+        running.request("POST", "/api/agents/assistant/conversations/f1/turns?code=k-123", {"message": "Hi."})
+        assert running.host is not None
+        driver.get(f"{running.host.base_url}/api/inspector?code=k-123#agent=assistant")
+        wait(driver, lambda d: d.find_element("tag name", "body").get_attribute("data-ready") == "true")
+        listed = [item.text for item in css(driver, "#conversation-list button.item")]
+        # Opened with the key in the address: no prompt, and every request the page makes carries it.
+        assert by_id(driver, "key-form").is_displayed() is False and listed == ["f1"]
+
+        # The page itself needs the key too; without one the host refuses it before the app runs.
+        driver.get(f"{running.host.base_url}/api/inspector")
+        assert "unauthorized" in driver.find_element("tag name", "body").text
+    finally:
+        running.stop()
