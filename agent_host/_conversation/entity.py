@@ -52,6 +52,7 @@ from .state import (
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
     SESSION_KEY,
+    STATE_BYTES_KEY,
     TRUNCATION_KEY,
     TURN_COUNT_KEY,
     TURNS_KEY,
@@ -269,6 +270,9 @@ class ConversationEntity:
             record = completed_record(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
         if request.idempotency_key:
             record.update(idempotencyKey=request.idempotency_key, requestHash=request.request_hash)
+        if stored_bytes is not None:
+            # Known for free (the stored string's length): the receipts then chart the state's size turn by turn.
+            record[STATE_BYTES_KEY] = stored_bytes
         now = self.clock.now_ms()
         record_turn(
             new,

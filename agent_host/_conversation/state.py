@@ -42,6 +42,8 @@ EXPIRED_TURNS_KEY = "expiredTurns"
 CAPACITY_ERROR_KEY = "capacityError"
 DELETED_KEY = "deleted"
 APPLIED_CHANGES_KEY = "appliedChanges"
+# A turn receipt's record of the conversation's stored size when the turn began.
+STATE_BYTES_KEY = "stateBytes"
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
 MAX_APPLIED_CHANGES = 16
 
@@ -69,6 +71,7 @@ class TurnRecordDict(TypedDict):
     error: NotRequired[dict[str, str]]
     idempotencyKey: NotRequired[str]
     requestHash: NotRequired[str]
+    stateBytes: NotRequired[int]
 
 
 StoredState = dict[str, Any]
@@ -137,6 +140,9 @@ class TurnRecord(_StateModel):
     usage: dict[str, Any] | None = None
     approval_requests: list[ApprovalRequest] | None = None
     error: ErrorRecord | None = None
+    state_bytes: int | None = Field(
+        default=None, description="The conversation's stored size in bytes when this turn began (none for its first)."
+    )
     at: int
 
 

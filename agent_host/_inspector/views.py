@@ -19,7 +19,9 @@ from .._conversation.state import (
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
     SESSION_KEY,
+    STATE_BYTES_KEY,
     TURNS_KEY,
+    UPDATED_AT_KEY,
     StoredState,
     encode_state,
 )
@@ -35,7 +37,20 @@ def render_inspection(agent: AgentRoute, conversation_id: str, state: StoredStat
         "expiredTurns": list(state.get(EXPIRED_TURNS_KEY, [])),
         "bytes": state_sections(state),
         "budget": budget_lines(state.get(RETENTION_KEY, {})),
+        "sizes": size_series(state),
     }
+
+
+def size_series(state: StoredState) -> list[dict[str, Any]]:
+    """The stored size when each kept turn began (its receipt keeps it), oldest first, then the size now."""
+    turns: dict[str, dict[str, Any]] = state.get(TURNS_KEY, {})
+    ordered = sorted(turns.items(), key=lambda item: (item[1].get("at", 0), item[0]))
+    series = [
+        {"turnId": turn_id, "at": iso_time(record.get("at")), "stateBytes": record[STATE_BYTES_KEY]}
+        for turn_id, record in ordered
+        if STATE_BYTES_KEY in record
+    ]
+    return [*series, {"turnId": None, "at": iso_time(state.get(UPDATED_AT_KEY)), "stateBytes": _size(state)}]
 
 
 def render_turn_records(state: StoredState) -> list[dict[str, Any]]:

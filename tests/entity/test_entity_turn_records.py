@@ -75,3 +75,14 @@ def test_an_answer_compaction_annotates_later_keeps_its_delivered_form_in_the_tu
     assert now_stored["props"]["_excluded"] is True
     assert state["turns"]["t1"]["messages"] == [delivered_answer]
     assert delivered(state, "t1")["messages"] == [delivered_answer]
+
+
+def test_a_receipt_keeps_the_stored_size_its_turn_began_with() -> None:
+    driver = plain_driver()
+    driver.run_turn("t1", "My name is Ada.")
+    after_first = len((driver.state or "").encode("utf-8"))
+    driver.run_turn("t2", "What is my name?")
+
+    turns = driver.decoded()["turns"]
+    assert "stateBytes" not in turns["t1"]  # a new conversation had no stored state
+    assert turns["t2"]["stateBytes"] == after_first

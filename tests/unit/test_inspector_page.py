@@ -104,3 +104,25 @@ def test_serve_turns_it_on_unless_it_is_set(before: str | None, after: str) -> N
     turn_on_unless_set(environ)
 
     assert environ[INSPECTOR_SETTING] == after
+
+
+def test_the_size_series_is_each_kept_turns_starting_size_then_the_size_now() -> None:
+    from agent_host._conversation.state import encode_state
+    from agent_host._inspector.views import size_series
+
+    state = {
+        "updatedAt": 30,
+        "turns": {
+            "b": {"status": "completed", "at": 20, "stateBytes": 900},
+            "a": {"status": "completed", "at": 10, "stateBytes": 400},
+            "c": {"status": "failed", "at": 25},
+        },
+    }
+
+    series = size_series(state)
+
+    assert [(point["turnId"], point["stateBytes"]) for point in series] == [
+        ("a", 400),
+        ("b", 900),
+        (None, len(encode_state(state).encode("utf-8"))),
+    ]

@@ -5,9 +5,6 @@
   const $ = (id) => document.getElementById(id);
   // The page is served at <prefix>/inspector; every route it calls is under the same prefix.
   const API = location.pathname.replace(/\/+$/, "").replace(/\/inspector$/, "");
-  const SIZE_POINTS = 200; // observations kept per conversation
-  const SIZE_CONVERSATIONS = 50; // conversations whose observations are kept
-  const SIZE_STORE = "agent-host-inspector.sizes";
   const state = {
     key: new URLSearchParams(location.search).get("code") || "",
     agents: [],
@@ -185,7 +182,6 @@
     renderTranscript(bundle ? bundle.messages : []);
     renderApprovals(bundle ? bundle.conversation.pendingApprovals : []);
     renderRetention(bundle);
-    if (bundle) recordSize(agent, conversation, bundle.conversation);
     renderSizes(bundle);
     renderTurns(bundle);
   }
@@ -355,37 +351,6 @@
     await refreshConversation();
   }
 
-  // The stored size after each turn this page saw (the stored state keeps no history of its size), per conversation.
-  function loadSizes() {
-    try {
-      return JSON.parse(localStorage.getItem(SIZE_STORE) || "{}");
-    } catch {
-      return {};
-    }
-  }
-
-  function recordSize(agent, conversation, summary) {
-    const all = loadSizes();
-    const key = `${agent}/${conversation}`;
-    const entry = all[key] || { created: summary.createdAt, points: [] };
-    if (entry.created !== summary.createdAt) entry.points = []; // deleted and started again: another conversation
-    entry.created = summary.createdAt;
-    const last = entry.points[entry.points.length - 1];
-    const point = { turn: summary.turnCount, bytes: summary.stateBytes };
-    if (last && last.turn === point.turn) entry.points[entry.points.length - 1] = point;
-    else if (!last || last.turn < point.turn) entry.points.push(point);
-    entry.points = entry.points.slice(-SIZE_POINTS);
-    entry.seen = Date.now();
-    all[key] = entry;
-    const keys = Object.keys(all).sort((a, b) => (all[b].seen || 0) - (all[a].seen || 0));
-    for (const stale of keys.slice(SIZE_CONVERSATIONS)) delete all[stale];
-    try {
-      localStorage.setItem(SIZE_STORE, JSON.stringify(all));
-    } catch {
-      // Storage full or disabled: the chart shows this visit only.
-    }
-  }
-
   function renderSizes(bundle) {
     const chart = $("size-chart");
     const tbody = $("size-table").querySelector("tbody");
@@ -396,8 +361,8 @@
       $("size-note").textContent = "";
       return;
     }
-    const entry = loadSizes()[`${state.agent}/${state.conversation}`] || { points: [] };
-    const points = entry.points;
+    // The size when each kept turn began (its receipt keeps it), then the size now.
+    const points = bundle.sizes.map((size, index) => ({ turn: index + 1, bytes: size.stateBytes, turnId: size.turnId }));
     const budget = bundle.budget;
     const sections = bundle.bytes;
     for (const [name, value] of [
@@ -413,9 +378,9 @@
     for (const point of points) {
       tbody.append(el("tr", {}, el("td", { text: String(point.turn) }), el("td", { text: String(point.bytes) })));
     }
-    const seen = points.length;
+    const kept = points.length - 1;
     $("size-note").textContent =
-      `Sizes after the ${seen} turn${seen === 1 ? "" : "s"} this browser saw of ${bundle.conversation.turnCount}; ` +
+      `Stored size when each of the last ${kept} turn${kept === 1 ? "" : "s"} with a receipt began, then now; ` +
       `budget ${budget.maxStateBytes} B, retention trims at the high watermark (${budget.highWatermarkBytes} B) ` +
       `down to the low one (${budget.lowWatermarkBytes} B).`;
     chart.append(sizeChart(points, budget));
