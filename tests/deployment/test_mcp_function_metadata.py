@@ -227,7 +227,8 @@ def test_the_real_worker_indexes_agent_and_workflow_tools_and_binds_their_contex
     )
 
     assert completed.returncode == 0, completed.stderr
-    report = {entry["name"]: entry for entry in json.loads(completed.stdout.strip().splitlines()[-1])}
+    indexed = json.loads(completed.stdout.strip().splitlines()[-1])
+    report = {entry["name"]: entry for entry in indexed["functions"]}
     for name in ("mcptool_assistant", "mcptool_review"):
         tool = report[name]
         assert (tool["isHttp"], tool["inputs"]) == (False, {"context": "mcpToolTrigger", "client": "generic"})

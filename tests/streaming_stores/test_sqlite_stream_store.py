@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -102,10 +103,10 @@ def test_the_local_host_keeps_streams_in_their_own_file_beside_the_entity_store(
     reopened.close()
 
     assert streams.path == tmp_path.resolve() / "streams.sqlite3"
-    with sqlite3.connect(tmp_path / DATABASE_FILE_NAME) as connection:
+    with closing(sqlite3.connect(tmp_path / DATABASE_FILE_NAME)) as connection, connection:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "turn_stream_events" not in tables
-    with sqlite3.connect(streams.path) as connection:
+    with closing(sqlite3.connect(streams.path)) as connection, connection:
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert connection.execute("SELECT stream, id, event, data FROM turn_stream_events").fetchall() == [
             ("a/c/t", 1, MESSAGE_DELTA, '{"text":"hi"}')

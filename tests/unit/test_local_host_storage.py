@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any, TypeVar
 
 import aiohttp
@@ -140,7 +141,7 @@ def test_a_full_disk_at_commit_keeps_the_output_retries_the_commit_and_never_rer
 def damage_entities_table(state_dir: pathlib.Path) -> None:
     """Overwrite the page holding the entities table with garbage, as a bad sector or a torn write would."""
     path = state_dir / DATABASE_FILE_NAME
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:
         page_size = connection.execute("PRAGMA page_size").fetchone()[0]
         root = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = 'entities'").fetchone()[0]
     connection.close()
@@ -197,7 +198,7 @@ def test_the_store_writes_its_manifest_and_adopts_a_database_written_before_mani
     fresh.close()
     older = tmp_path / "older"
     older.mkdir()
-    with sqlite3.connect(older / DATABASE_FILE_NAME) as connection:
+    with closing(sqlite3.connect(older / DATABASE_FILE_NAME)) as connection, connection:
         connection.execute("CREATE TABLE entities (name TEXT, key TEXT, state TEXT, PRIMARY KEY (name, key))")
         connection.execute("INSERT INTO entities VALUES ('journal', 'j', '[]')")
     connection.close()
@@ -222,7 +223,7 @@ def delete(path: pathlib.Path) -> None:
 
 def replace_with_a_new_database(path: pathlib.Path) -> None:
     path.unlink()
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:
         connection.execute("CREATE TABLE unrelated (x)")
     connection.close()
 
