@@ -19,9 +19,11 @@ from .._clock import SYSTEM_CLOCK, Clock
 from .._contract import (
     DELETE_OPERATION,
     ENTITY_OPERATIONS,
+    EXPIRE_OPERATION,
     RUN_OPERATION,
     SET_RETENTION_OPERATION,
     ChangeOperation,
+    ExpireOperation,
     RunOperation,
     SetRetentionOperation,
     parse_model,
@@ -32,6 +34,7 @@ from .._records import message_to_record
 from .._retention_settings import RetentionSettings
 from .._telemetry import telemetry
 from .approvals import answer_contents, pending_from_response, remaining_after
+from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import BUFFER_KEY, assign_transcript_ids, delivered_response, reconcile_by_message_id
 from .history_plan import HistoryPlan
 from .replies import expired_result, run_result
@@ -121,6 +124,8 @@ class ConversationEntity:
             self._delete(context)
         elif operation == SET_RETENTION_OPERATION:
             self._set_retention(context)
+        elif operation == EXPIRE_OPERATION:
+            self._expire(context)
         else:
             raise InvalidRequestError(
                 f"Unknown entity operation '{operation}'; expected one of {', '.join(ENTITY_OPERATIONS)}.",
@@ -296,12 +301,13 @@ class ConversationEntity:
         fresh = new_state(self.agent_name, context.entity_key, self.retention, self.clock.now_ms())
         return {**fresh, APPLIED_CHANGES_KEY: state.get(APPLIED_CHANGES_KEY, [])}, None
 
-    def _delete(self, context: df.DurableEntityContext) -> None:
+    def _delete(self, context: df.DurableEntityContext, request: ChangeOperation | None = None) -> None:
         """Replace the conversation with a tombstone naming the turns it removes.
 
         The stored state need not be readable: deleting is the way out of a conversation that cannot be read.
+        `request` is given when another operation deletes (expiry); otherwise it is this operation's input.
         """
-        request = _operation_input(context, ChangeOperation)
+        request = request or _operation_input(context, ChangeOperation)
         raw = read_raw_state(context)
         if raw is None:
             # Nothing to delete (no turn was queued before this deletion): store nothing, answer nothing.
@@ -322,6 +328,18 @@ class ConversationEntity:
         tombstone = with_applied_change(tombstone, request.change_id)
         write_raw_state(context, encode_state(tombstone))
         context.set_result({"deleted": True})
+
+    def _expire(self, context: df.DurableEntityContext) -> None:
+        """Delete the conversation if it has been idle for the TTL, exactly as a DELETE does; else say when to look
+        again (docs/retention.md, "Idle conversations expire")."""
+        request = _operation_input(context, ExpireOperation)
+        verdict = expiry_verdict(read_raw_state(context), request)
+        if verdict.status == EXPIRED:
+            self._delete(context, ChangeOperation(change_id=expiry_change_id(request)))
+            report_expiry(self.agent_name, context.entity_key, verdict, request)
+        elif verdict.status == UNREADABLE:
+            report_unreadable(self.agent_name, context.entity_key)
+        context.set_result(verdict.result())
 
     def _set_retention(self, context: df.DurableEntityContext) -> None:
         # Validated here too: the entity is the authority, whoever signals it.

@@ -29,6 +29,7 @@ from .._contract import (
 from .._conversation.approvals import check_answers
 from .._conversation.state import (
     AGENT_KEY,
+    CREATED_AT_KEY,
     DELETED_KEY,
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
@@ -57,6 +58,7 @@ from .._errors import (
     UnsupportedMediaTypeError,
     status_for_code,
 )
+from .._expiry.starter import TurnExpiry
 from .._settings import HostSettings
 from .durable_client import ConversationClient
 from .rendering import render_conversation, render_message, render_pending, render_turn
@@ -158,10 +160,12 @@ class Routes:
             check_answers({item["id"]: item for item in pending}, payload["approvals"])
         turn_id = new_turn_id(self._clock.now_ms(), key)
         await conversations.signal(conversation_id, RUN_OPERATION, {"turnId": turn_id, **payload})
+        expiry = TurnExpiry(client, agent, conversation_id, self._clock)
         settled = None
         if request.wait:
             timeout = request.timeout_seconds or self._settings.default_wait_seconds
             settled = await conversations.wait_for_turn(conversation_id, turn_id, float(timeout))
+        await expiry.finish((settled or {}).get(CREATED_AT_KEY), issued_at(turn_id))
         if settled is None:
             pending_body = render_pending(conversation_id, turn_id)
             return json_response(202, pending_body, headers={"Location": f"{turns_url}/{turn_id}"})
@@ -273,10 +277,14 @@ class Routes:
         conversations = ConversationClient(client, agent.entity_name)
         await conversations.read(conversation_id)  # state that cannot be read is refused (422) before any change
         change_id = secrets.token_hex(8)
+        issued = self._clock.now_ms()
         await conversations.signal(
             conversation_id, SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention}
         )
+        # A retention change is activity, and may create the conversation: its expiry is watched as a turn's is.
+        expiry = TurnExpiry(client, agent, conversation_id, self._clock)
         state = await conversations.wait_for_change(conversation_id, change_id, self._settings.default_wait_seconds)
+        await expiry.finish((state or {}).get(CREATED_AT_KEY), issued)
         if state is None:
             return json_response(202, {"conversationId": conversation_id, "status": "pending", "retention": retention})
         # A concurrent change may have replaced this one since: the body shows what the conversation has now.
