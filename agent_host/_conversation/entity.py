@@ -333,13 +333,16 @@ class ConversationEntity:
         """Delete the conversation if it has been idle for the TTL, exactly as a DELETE does; else say when to look
         again (docs/retention.md, "Idle conversations expire")."""
         request = _operation_input(context, ExpireOperation)
-        verdict = expiry_verdict(read_raw_state(context), request)
+        raw = read_raw_state(context)
+        verdict = expiry_verdict(raw, request)
         if verdict.status == EXPIRED:
             self._delete(context, ChangeOperation(change_id=expiry_change_id(request)))
             report_expiry(self.agent_name, context.entity_key, verdict, request)
         elif verdict.status == UNREADABLE:
             report_unreadable(self.agent_name, context.entity_key)
         context.set_result(verdict.result())
+        if raw is None:
+            context.destruct_on_exit()  # a result marks the entity as existing: a check must not create one
 
     def _set_retention(self, context: df.DurableEntityContext) -> None:
         # Validated here too: the entity is the authority, whoever signals it.
