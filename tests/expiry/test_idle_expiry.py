@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import agent_host._telemetry as telemetry_module
+from agent_host._local_host.episode import EpisodeCommit
 
 TTL_MS = TTL_SECONDS * 1000
 
@@ -233,3 +237,39 @@ def test_a_workflows_node_conversation_is_watched_and_expires(host: ExpiryHost) 
     host.advance(TTL_SECONDS + 1)
     state = host.entity_state(entity, run_id)
     assert state is not None and state["deleted"]["existed"] is True and state["messages"] == []
+
+
+def test_a_new_conversation_started_while_the_old_watch_is_finishing_is_still_watched(host: ExpiryHost) -> None:
+    host.turn("c1", "My name is Ada.")
+    host.request("DELETE", CONVERSATIONS.format(agent="assistant", conversation="c1"))
+    old = host.watcher("c1")
+    finishing, release = threading.Event(), threading.Event()
+
+    def slow_completion(instance_id: str, commit: EpisodeCommit) -> bool:
+        # The old orchestration has found the conversation deleted and is about to complete: hold it there.
+        if instance_id == old.instance_id and commit.status == "Completed":  # type: ignore[union-attr]
+            finishing.set()
+            release.wait(30)
+        return False
+
+    host.local.orchestrations.crash_before_commit = slow_completion
+    host.clock.advance(TTL_SECONDS + 1)
+    host.local.orchestrations.wake()
+    assert finishing.wait(30)
+    with ThreadPoolExecutor(1) as pool:
+        # A new conversation of the same id: its start is refused, as the old orchestration still runs.
+        turn = pool.submit(
+            host.request,
+            "POST",
+            f"{CONVERSATIONS.format(agent='assistant', conversation='c1')}/turns",
+            {"message": "My name is Grace."},
+        )
+        time.sleep(0.5)
+        release.set()
+        reply = turn.result(60)
+    host.settle()
+
+    assert reply.status == 200 and host.conversation("c1")[1]["turnCount"] == 1
+    assert host.check_at("c1") == EPOCH_MS + TTL_MS + 1000 + TTL_MS
+    host.advance(TTL_SECONDS + 1)
+    assert host.conversation("c1")[0] == 404
