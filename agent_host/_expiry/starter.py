@@ -5,8 +5,9 @@ the turn.
 one does, which is all "idempotent" needs: the running one sees every later turn when it wakes. One gap remains in
 that rule: an orchestration that has just found its conversation deleted is still running for a moment before it
 completes, and refuses a start meant for a new conversation of the same id. A caller that knows its turn created the
-conversation (`fresh`) therefore confirms that a refusing orchestration will look again later, or starts a new one
-once it has completed. Knows the durable client and the orchestration's id and status, not the conversation state.
+conversation (its first turn) therefore confirms that a refusing orchestration will look again later, or starts a new
+one once it has completed. Turns of a conversation seen watched moments ago skip the start (recent.py). Knows the
+durable client and the orchestration's id and status, not the conversation state.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from azure.durable_functions.models.OrchestrationRuntimeStatus import Orchestrat
 
 from .._clock import Clock
 from .._contract import AgentRoute
+from .recent import RECENT_WATCHES
 from .watcher import CHECK_AT_STATUS_KEY, EXPIRY_ORCHESTRATOR, WatchInput, expiry_instance_id
 
 logger = logging.getLogger("agent_host.expiry")
@@ -34,8 +36,6 @@ FAILED: WatchOutcome = "failed"
 # How long a caller whose turn created the conversation waits for a finishing orchestration to complete (it has
 # made its last call to the entity and only has to commit); past this the gap is logged, not waited out.
 CONFIRM_SECONDS = 10.0
-# A conversation created this long before its turn was issued still counts as created by it (clocks disagree).
-FRESH_SKEW_MS = 60_000
 _FIRST_POLL_SECONDS = 0.02
 _MAX_POLL_SECONDS = 0.5
 _TERMINAL = frozenset(
@@ -82,7 +82,7 @@ class TurnExpiry:
         client: The durable client binding.
         route: The agent (its entity name and TTL).
         conversation_id: The conversation.
-        clock: The caller's clock (when the conversation was created is compared with the turn's issue time).
+        clock: The caller's clock (a refusing orchestration must look again later than now).
     """
 
     def __init__(
@@ -92,26 +92,34 @@ class TurnExpiry:
         self._route = route
         self._conversation_id = conversation_id
         self._clock = clock
+        recent = RECENT_WATCHES.is_recent(client, route.entity_name, conversation_id)
         # Started now, so the start's round trip overlaps the turn instead of adding to it.
-        self._started = asyncio.ensure_future(
-            watch_conversation(client, route.entity_name, conversation_id, route.conversation_ttl_seconds)
-        )
+        self._started = None if recent else asyncio.ensure_future(self._start())
 
-    async def finish(self, created_at_ms: int | None = None, issued_ms: int | None = None) -> WatchOutcome:
-        """The start's outcome; when the turn's conversation is fresh (created at or after `issued_ms`, the turn's
-        issue time, give or take clock skew) and a running orchestration refused the start, confirm it will look."""
-        outcome = await self._started
-        fresh = created_at_ms is not None and issued_ms is not None and created_at_ms >= issued_ms - FRESH_SKEW_MS
-        if outcome != WATCHED or not fresh:
-            return outcome
+    async def _start(self) -> WatchOutcome:
         route = self._route
-        return await confirm_watched(
-            self._client,
-            route.entity_name,
-            self._conversation_id,
-            route.conversation_ttl_seconds,
-            self._clock.now_ms(),
-        )
+        ttl = route.conversation_ttl_seconds
+        return await watch_conversation(self._client, route.entity_name, self._conversation_id, ttl)
+
+    async def finish(self, turn_count: int | None = None) -> WatchOutcome:
+        """The start's outcome. When the turn's conversation is new (`turn_count`, its turns once this one settled,
+        is at most 1) it is started even if seen watched moments ago, and a refusal is confirmed (see the module)."""
+        fresh = turn_count is not None and turn_count <= 1
+        if self._started is None and not fresh:
+            return WATCHED
+        outcome = await (self._started if self._started is not None else self._start())
+        if outcome == WATCHED and fresh:
+            route = self._route
+            outcome = await confirm_watched(
+                self._client,
+                route.entity_name,
+                self._conversation_id,
+                route.conversation_ttl_seconds,
+                self._clock.now_ms(),
+            )
+        if outcome in (STARTED, WATCHED):
+            RECENT_WATCHES.remember(self._client, self._route.entity_name, self._conversation_id)
+        return outcome
 
 
 class _Watch:

@@ -17,8 +17,8 @@ import azure.functions as func
 
 from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, RunRequestBody, parse_model, validate_conversation_id
-from .._conversation.state import CREATED_AT_KEY, DELETED_KEY, MESSAGES_KEY
-from .._conversation.turn_records import answer_messages, find_turn, issued_at, new_turn_id, turn_text
+from .._conversation.state import DELETED_KEY, MESSAGES_KEY, TURN_COUNT_KEY
+from .._conversation.turn_records import answer_messages, find_turn, new_turn_id, turn_text
 from .._errors import (
     ConversationNotFoundError,
     InvalidRequestError,
@@ -126,7 +126,7 @@ async def run_compat(
         await expiry.finish()
         return _answer(request, 202, {"response": "Agent request accepted", **base, "status": "accepted"}, turn_url)
     state = await conversations.wait_for_turn(request.session_id, turn_id, settings.default_wait_seconds)
-    await expiry.finish((state or {}).get(CREATED_AT_KEY), issued_at(turn_id))
+    await expiry.finish((state or {}).get(TURN_COUNT_KEY))
     if state is None:
         pending = {"response": "Agent is still processing.", **base, "status": "pending"}
         return _answer(request, 202, pending, turn_url)

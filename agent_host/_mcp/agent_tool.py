@@ -21,12 +21,11 @@ import azure.durable_functions as df
 
 from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, validate_conversation_id
-from .._conversation.state import CREATED_AT_KEY, DELETED_KEY, StoredState, is_deleted
+from .._conversation.state import DELETED_KEY, TURN_COUNT_KEY, StoredState, is_deleted
 from .._conversation.turn_records import (
     answer_messages,
     find_keyed_turn,
     find_turn,
-    issued_at,
     new_turn_id,
     request_hash,
     turn_text,
@@ -197,7 +196,7 @@ async def _run_turn(
     # No 202 in MCP: wait as long as any HTTP request may, then say how to collect the answer.
     waited = settings.max_wait_seconds
     state = await conversations.wait_for_turn(call.session_id, turn_id, waited)
-    await expiry.finish((state or {}).get(CREATED_AT_KEY), issued_at(turn_id))
+    await expiry.finish((state or {}).get(TURN_COUNT_KEY))
     if state is None:
         return pending_result(agent.name, call.session_id, turn_id, call.idempotency_key, waited)
     return _settled(agent, call, state, turn_id, digest)

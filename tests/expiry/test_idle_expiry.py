@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import azure.durable_functions as df
 import pytest
 from clocks import EPOCH_MS, ManualClock
 from expiry_apps import BRIEF_TTL, CONVERSATIONS, TTL_SECONDS, ExpiryHost, expiry_app
@@ -239,9 +240,18 @@ def test_a_workflows_node_conversation_is_watched_and_expires(host: ExpiryHost) 
     assert state is not None and state["deleted"]["existed"] is True and state["messages"] == []
 
 
-def test_a_new_conversation_started_while_the_old_watch_is_finishing_is_still_watched(host: ExpiryHost) -> None:
+@pytest.mark.parametrize("deleted_by", ["this instance", "another instance"])
+def test_a_new_conversation_started_while_the_old_watch_is_finishing_is_still_watched(
+    host: ExpiryHost, deleted_by: str
+) -> None:
     host.turn("c1", "My name is Ada.")
-    host.request("DELETE", CONVERSATIONS.format(agent="assistant", conversation="c1"))
+    if deleted_by == "this instance":
+        host.request("DELETE", CONVERSATIONS.format(agent="assistant", conversation="c1"))
+    else:
+        # Another instance's DELETE: this process still remembers c1 as watched a moment ago (recent.py).
+        entity = df.EntityId("conversation_assistant", "c1")
+        host.call(host.client().signal_entity(entity, "delete", {"changeId": "elsewhere"}))
+        host.settle()
     old = host.watcher("c1")
     finishing, release = threading.Event(), threading.Event()
 
@@ -273,3 +283,23 @@ def test_a_new_conversation_started_while_the_old_watch_is_finishing_is_still_wa
     assert host.check_at("c1") == EPOCH_MS + TTL_MS + 1000 + TTL_MS
     host.advance(TTL_SECONDS + 1)
     assert host.conversation("c1")[0] == 404
+
+
+def test_turns_moments_apart_start_the_expiry_orchestration_once(
+    host: ExpiryHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    starts: list[str] = []
+    start_new = df.DurableOrchestrationClient.start_new
+
+    async def counting(client: df.DurableOrchestrationClient, name: str, *args: object, **kwargs: object) -> str:
+        starts.append(name)
+        return await start_new(client, name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(df.DurableOrchestrationClient, "start_new", counting)
+
+    for number in range(4):
+        host.turn("c1", f"My fact{number} is value{number}.")
+    host.turn("c2", "My name is Ada.")
+
+    assert starts == ["expiry_conversation", "expiry_conversation"]  # one per conversation, not per turn
+    assert host.check_at("c1") == host.check_at("c2") == EPOCH_MS + TTL_MS
