@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -54,7 +54,7 @@ class Plan:
     repeats: int
 
 
-FULL = Plan(concurrency=(1, 20, 100), turns_each={1: 200, 20: 20, 100: 6}, repeats=3)
+FULL = Plan(concurrency=(1, 20, 100), turns_each={1: 200, 20: 30, 100: 6}, repeats=5)
 QUICK = Plan(concurrency=(1, 3), turns_each={1: 3, 3: 2}, repeats=1)
 
 
@@ -70,6 +70,8 @@ class LoadFigures:
     p95_ms: float
     cpu_ms_per_turn: float
     expiry_orchestrations: int
+    # Every run's turns a second, lowest first: how far one run of the same load lands from another.
+    runs_turns_per_second: list[float] = field(default_factory=list)
 
 
 class _Host:
@@ -140,42 +142,44 @@ def run_load(host: _Host, conversations: int, turns_each: int, label: str) -> tu
     return time.perf_counter() - started, latencies, time.process_time() - cpu
 
 
-def measure_load(conversations: int, turns_each: int, repeats: int, ttl_seconds: float) -> LoadFigures:
-    """Repeat one load on a fresh host each time; keep the run with the median throughput."""
-    runs: list[LoadFigures] = []
-    for repeat in range(repeats):
-        with tempfile.TemporaryDirectory(prefix="agent-host-capacity-") as state_dir:
-            host = _Host(Path(state_dir), ttl_seconds)
-            try:
-                waited_turn(host.address, "warm-up", 1)
-                elapsed, latencies, cpu = run_load(host, conversations, turns_each, f"load{repeat}")
-                watched = host.expiry_orchestrations()
-            finally:
-                host.stop()
-        turns = len(latencies)
-        runs.append(
-            LoadFigures(
-                conversations=conversations,
-                expiry=describe_ttl(ttl_seconds),
-                turns=turns,
-                turns_per_second=turns / elapsed,
-                p50_ms=percentile(latencies, 0.50),
-                p95_ms=percentile(latencies, 0.95),
-                cpu_ms_per_turn=cpu * 1000 / turns,
-                expiry_orchestrations=watched,
-            )
-        )
-    runs.sort(key=lambda figures: figures.turns_per_second)
-    return runs[len(runs) // 2]
+def measure_load(conversations: int, turns_each: int, ttl_seconds: float) -> LoadFigures:
+    """One run of one load on a fresh host."""
+    with tempfile.TemporaryDirectory(prefix="agent-host-capacity-") as state_dir:
+        host = _Host(Path(state_dir), ttl_seconds)
+        try:
+            waited_turn(host.address, "warm-up", 1)
+            elapsed, latencies, cpu = run_load(host, conversations, turns_each, "load")
+            watched = host.expiry_orchestrations()
+        finally:
+            host.stop()
+    turns = len(latencies)
+    return LoadFigures(
+        conversations=conversations,
+        expiry=describe_ttl(ttl_seconds),
+        turns=turns,
+        turns_per_second=turns / elapsed,
+        p50_ms=percentile(latencies, 0.50),
+        p95_ms=percentile(latencies, 0.95),
+        cpu_ms_per_turn=cpu * 1000 / turns,
+        expiry_orchestrations=watched,
+    )
 
 
 def measure(plan: Plan) -> list[LoadFigures]:
-    """Every load of the plan, with expiry at its default and off, interleaved so drift hits both alike."""
+    """Every load of the plan with expiry at its default and off, runs of the two alternating so that a slower
+    stretch of a shared machine hits both alike; each figure is the run with the median throughput."""
     figures = []
     for conversations in plan.concurrency:
-        for ttl in (DEFAULT_CONVERSATION_TTL_SECONDS, 0.0):
-            print(f"capacity: {conversations} conversation(s), expiry {describe_ttl(ttl)}...", file=sys.stderr)
-            figures.append(measure_load(conversations, plan.turns_each[conversations], plan.repeats, ttl))
+        runs: dict[float, list[LoadFigures]] = {DEFAULT_CONVERSATION_TTL_SECONDS: [], 0.0: []}
+        print(f"capacity: {conversations} conversation(s) at once...", file=sys.stderr)
+        for _ in range(plan.repeats):
+            for ttl, found in runs.items():
+                found.append(measure_load(conversations, plan.turns_each[conversations], ttl))
+        for found in runs.values():
+            found.sort(key=lambda run: run.turns_per_second)
+            median = found[len(found) // 2]
+            median.runs_turns_per_second = [round(run.turns_per_second, 1) for run in found]
+            figures.append(median)
     return figures
 
 
@@ -183,13 +187,14 @@ def table(figures: list[LoadFigures]) -> str:
     """The figures as a Markdown table."""
     lines = [
         "| conversations at once | expiry | turns | turns a second | p50 ms | p95 ms | CPU ms a turn "
-        "| expiry orchestrations |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| expiry orchestrations | runs (turns a second) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in figures:
+        runs = ", ".join(f"{value:.0f}" for value in row.runs_turns_per_second)
         lines.append(
             f"| {row.conversations} | {row.expiry} | {row.turns} | {row.turns_per_second:.1f} | {row.p50_ms:.1f} | "
-            f"{row.p95_ms:.1f} | {row.cpu_ms_per_turn:.1f} | {row.expiry_orchestrations} |"
+            f"{row.p95_ms:.1f} | {row.cpu_ms_per_turn:.1f} | {row.expiry_orchestrations} | {runs} |"
         )
     return "\n".join(lines)
 
