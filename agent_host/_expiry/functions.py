@@ -15,8 +15,7 @@ import azure.durable_functions as df
 from .._expiry_settings import TTL_OFF
 from .orchestration import EXPIRY_ACTIVITY, watch_input
 from .starter import watch_conversation
-from .watcher import EXPIRY_ORCHESTRATOR
-from .watcher import watch_conversation as watch_body
+from .watcher import EXPIRY_ORCHESTRATOR, expiry_orchestrator
 
 
 class ExpiryFunctions:
@@ -43,7 +42,7 @@ class ExpiryFunctions:
         ttl_for = self.ttl_for
 
         def expiry_conversation(context: df.DurableOrchestrationContext) -> Generator[Any, Any, Any]:
-            return (yield from watch_body(context, ttl_for))
+            return (yield from expiry_orchestrator(context, ttl_for))
 
         expiry_conversation.__name__ = EXPIRY_ORCHESTRATOR
         app.function_name(EXPIRY_ORCHESTRATOR)(app.orchestration_trigger(context_name="context")(expiry_conversation))

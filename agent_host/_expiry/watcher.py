@@ -70,7 +70,7 @@ def expiry_instance_id(entity_name: str, conversation_id: str) -> str:
     return f"{INSTANCE_PREFIX}{digest}"
 
 
-def watch_conversation(context: df.DurableOrchestrationContext, ttl_for: TtlLookup) -> Generator[Any, Any, Any]:
+def expiry_orchestrator(context: df.DurableOrchestrationContext, ttl_for: TtlLookup) -> Generator[Any, Any, Any]:
     """The orchestrator body: one sleep and one check per execution.
 
     Everything that decides what it schedules comes from its input or from recorded results, so a replay schedules

@@ -25,12 +25,12 @@ BRIEF_TTL = datetime.timedelta(minutes=10)
 CONVERSATIONS = "/api/agents/{agent}/conversations/{conversation}"
 
 
-def expiry_app(clock: ManualClock) -> AgentFunctionApp:
-    """`assistant` (the app's TTL, an hour), `brief` (ten minutes) and `keeper` (never), on the offline model; the
-    orchestrator `ask` and the workflow `relay` take turns of `assistant` and of a node."""
+def expiry_app(clock: ManualClock, ttl_seconds: float = TTL_SECONDS) -> AgentFunctionApp:
+    """`assistant` (the app's TTL, an hour by default), `brief` (ten minutes) and `keeper` (never), on the offline
+    model; the orchestrator `ask` and the workflow `relay` take turns of `assistant` and of a node."""
     app = AgentFunctionApp(
         [Agent(OfflineChatClient(), name="assistant")],
-        settings=HostSettings(conversation_ttl_seconds=TTL_SECONDS),
+        settings=HostSettings(conversation_ttl_seconds=ttl_seconds),
         clock=clock,
         enable_mcp_tool_trigger=True,
     )

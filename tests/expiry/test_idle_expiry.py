@@ -30,8 +30,14 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def host(tmp_path: Path, clock: ManualClock) -> Iterator[ExpiryHost]:
-    running = ExpiryHost(lambda: expiry_app(clock), tmp_path / "state", clock)
+def ttl() -> list[float]:
+    """The app's TTL: a test changes it before a restart, as a redeploy would."""
+    return [TTL_SECONDS]
+
+
+@pytest.fixture
+def host(tmp_path: Path, clock: ManualClock, ttl: list[float]) -> Iterator[ExpiryHost]:
+    running = ExpiryHost(lambda: expiry_app(clock, ttl[0]), tmp_path / "state", clock)
     yield running
     running.stop()
 
@@ -303,3 +309,47 @@ def test_turns_moments_apart_start_the_expiry_orchestration_once(
 
     assert starts == ["expiry_conversation", "expiry_conversation"]  # one per conversation, not per turn
     assert host.check_at("c1") == host.check_at("c2") == EPOCH_MS + TTL_MS
+
+
+def test_a_longer_ttl_after_a_redeploy_spares_the_conversation_and_reschedules(
+    host: ExpiryHost, ttl: list[float]
+) -> None:
+    host.turn("c1", "My name is Ada.")
+    ttl[0] = 3 * TTL_SECONDS
+    host.restart()
+
+    host.advance(TTL_SECONDS + 1)  # the old deadline: the check applies the TTL configured now
+    spared = host.conversation("c1")[0]
+    rescheduled = host.check_at("c1")
+    host.advance(2 * TTL_SECONDS)
+
+    assert spared == 200 and rescheduled == EPOCH_MS + 3 * TTL_MS
+    assert host.conversation("c1")[0] == 404
+
+
+def test_expiry_turned_off_ends_the_orchestrations_at_their_next_check_and_deletes_nothing(
+    host: ExpiryHost, ttl: list[float]
+) -> None:
+    host.turn("c1", "My name is Ada.")
+    ttl[0] = 0
+    host.restart()
+
+    host.advance(TTL_SECONDS + 1)
+    watcher = host.watcher("c1")
+    host.turn("c1", "What is my name?")
+    host.advance(100 * TTL_SECONDS)
+
+    assert watcher is not None and json.loads(watcher.output or "null") == {"status": "off"}
+    assert host.conversation("c1")[1]["turnCount"] == 2  # kept, and no new orchestration started with expiry off
+    assert host.watcher("c1").status == "Completed"  # type: ignore[union-attr]
+
+
+def test_an_orchestration_for_an_entity_the_app_no_longer_hosts_stops_without_failing(host: ExpiryHost) -> None:
+    watch = {"entity": "conversation_retired", "key": "c1", "ttlSeconds": TTL_SECONDS}
+    instance_id = host.start_new("expiry_conversation", "expiry:conversation_retired:c1", watch)
+
+    host.advance(TTL_SECONDS + 1)
+
+    record = host.instance(instance_id)
+    assert record.status == "Completed"
+    assert json.loads(record.output or "null")["status"] == "failed"
