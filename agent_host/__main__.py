@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     function_key = args.function_key or os.environ.get(FUNCTION_KEY_SETTING) or None
     host_json = Path.cwd() / "host.json"
     batch_size = max_entity_operation_batch_size(host_json)
+    overridable = overridable_existing_instance_states(host_json)
     app = load_app(args.app)
     from ._local_host import StorageError, run_local_host
 
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             function_key=function_key,
             max_batch_size=batch_size,
             banner_lines=banner(app),
+            overridable_existing_instance_states=overridable,
         )
     except StorageError as exc:  # e.g. an emptied database: say which file and what to do, without a traceback
         raise SystemExit(f"agent_host serve: {exc}") from None
@@ -125,6 +127,27 @@ def max_entity_operation_batch_size(host_json: Path) -> int:
             f"(1 commits each entity operation on its own), not {value!r}."
         )
     return value
+
+
+def overridable_existing_instance_states(host_json: Path) -> str:
+    """Which existing orchestration instances a start with their id replaces:
+    `extensions.durableTask.overridableExistingInstanceStates`, `NonRunningStates` (the extension's default) unless set.
+
+    Raises:
+        SystemExit: the setting is neither `NonRunningStates` nor `AnyState`.
+    """
+    from ._local_host.orchestration_api import NON_RUNNING_STATES, OVERRIDABLE_STATES, overridable_statuses
+
+    value = host_extension(host_json, "durableTask").get("overridableExistingInstanceStates", NON_RUNNING_STATES)
+    try:
+        overridable_statuses(value)
+    except ValueError:
+        raise SystemExit(
+            f"{host_json}: extensions.durableTask.overridableExistingInstanceStates must be "
+            f"{' or '.join(OVERRIDABLE_STATES)} (NonRunningStates, the default, refuses to start the id of a running "
+            f"orchestration), not {value!r}."
+        ) from None
+    return str(value)
 
 
 def host_extension(host_json: Path, name: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ Registration only: every HTTP function is one call into a route handler (`_http/
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
@@ -20,6 +21,8 @@ from ._contract import AgentRoute
 from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
+from ._expiry.functions import ExpiryFunctions
+from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
 from ._http.conversation_list import ConversationListRoute
 from ._http.routes import Routes
@@ -126,8 +129,14 @@ class AgentFunctionApp(df.DFApp):
         self._stream_store = StreamStoreSource(stream_store, lambda: stream_store_from_settings(ttl_seconds=ttl))
         self._agent_routes: dict[str, AgentRoute] = {}
         self._entities: dict[str, ConversationEntity] = {}
+        self._expiry = ExpiryFunctions(self)
         self._register_routes(Routes(self._agent_routes, self.settings, clock, self._stream_store))
-        self._workflows = WorkflowFunctions(self, self._node_entity, self.settings.run_timeout_seconds)
+        self._workflows = WorkflowFunctions(
+            self,
+            self._node_entity,
+            self.settings.run_timeout_seconds,
+            conversation_ttl_seconds=self.settings.conversation_ttl_seconds,
+        )
         self._register_workflow_routes(WorkflowRoutes(self._workflows.routes, self.settings))
         self._register_conversation_list(ConversationListRoute(self._agent_routes))
         self.inspector = inspector_from_settings() if inspector is None else inspector
@@ -152,6 +161,7 @@ class AgentFunctionApp(df.DFApp):
         state_types: Sequence[type] = (),
         enable_mcp_tool_trigger: bool | None = None,
         callback: AgentResponseCallbackProtocol | None = None,
+        conversation_ttl: datetime.timedelta | float | None = None,
     ) -> None:
         """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
 
@@ -163,10 +173,12 @@ class AgentFunctionApp(df.DFApp):
             enable_mcp_tool_trigger: Expose this agent as an MCP tool; None follows the app's setting.
             callback: Called with each update and the answer of every turn of this agent (its turns then run
                 streaming); the app's `default_callback` otherwise.
+            conversation_ttl: How long this agent's conversations may stay idle before they are deleted (a
+                `timedelta` or seconds; 0 never); None follows `AGENT_HOST_CONVERSATION_TTL`.
 
         Raises:
-            ValueError: the name is missing, invalid or taken, a state type's id is taken, or a retention value is
-                invalid (the message names the parameter).
+            ValueError: the name is missing, invalid or taken, a state type's id is taken, or a retention value or
+                the TTL is invalid (the message names the parameter).
             RuntimeError: an MCP tool is asked for with an azure-functions older than 1.26.
         """
         register_state_types(state_types)
@@ -186,6 +198,11 @@ class AgentFunctionApp(df.DFApp):
             {"mode": retention_mode, "max_state_bytes": max_state_bytes},
             names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
             source=f"add_agent({name!r}):",
+        )
+        ttl = (
+            self.settings.conversation_ttl_seconds
+            if conversation_ttl is None
+            else ttl_seconds_of(conversation_ttl, f"add_agent({name!r}): conversation_ttl")
         )
         plan = plan_history(agent)
         entity = ConversationEntity(
@@ -207,7 +224,10 @@ class AgentFunctionApp(df.DFApp):
         entity_name = entity_name_for(name)
         self._register_entity(entity_name, entity)
         self._entities[name] = entity
-        self._agent_routes[name] = AgentRoute(name=name, entity_name=entity_name, history=plan.owner)
+        self._expiry.set_ttl(entity_name, ttl)
+        self._agent_routes[name] = AgentRoute(
+            name=name, entity_name=entity_name, history=plan.owner, conversation_ttl_seconds=ttl
+        )
         if tool is not None:
             self._register_agent_tool(tool, self._agent_routes[name])
 
@@ -251,6 +271,7 @@ class AgentFunctionApp(df.DFApp):
 
     def _node_entity(self, entity_name: str, agent: SupportsAgentRun) -> ConversationEntity:
         """The conversation entity of a workflow's agent node: named for the node, so sessions keep nodes apart."""
+        self._expiry.set_ttl(entity_name, self.settings.conversation_ttl_seconds)
         return ConversationEntity(
             entity_name,
             agent,

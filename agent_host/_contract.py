@@ -47,7 +47,9 @@ HOST_OWNED_RUN_OPTIONS = ("store", "conversation_id")
 RUN_OPERATION = "run"
 DELETE_OPERATION = "delete"
 SET_RETENTION_OPERATION = "set_retention"
-ENTITY_OPERATIONS = (RUN_OPERATION, DELETE_OPERATION, SET_RETENTION_OPERATION)
+# Only the conversation's expiry orchestration calls this one (docs/retention.md, "Idle conversations expire").
+EXPIRE_OPERATION = "expire_if_idle"
+ENTITY_OPERATIONS = (RUN_OPERATION, DELETE_OPERATION, SET_RETENTION_OPERATION, EXPIRE_OPERATION)
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -59,6 +61,9 @@ class AgentRoute:
     name: str
     entity_name: str
     history: str
+    # How long the agent's conversations may stay idle before they are deleted (0: never), so whoever takes a
+    # conversation's turn can have its expiry watched.
+    conversation_ttl_seconds: float = 0.0
 
 
 class WireModel(BaseModel):
@@ -311,6 +316,19 @@ class SetRetentionOperation(ChangeOperation):
     """Input of the entity's `set_retention` operation."""
 
     retention: RetentionSettings
+
+
+class ExpireOperation(BaseModel):
+    """Input of the entity's `expire_if_idle` operation: the expiry orchestration's time and the TTL to apply.
+
+    The time is the orchestration's (`current_utc_datetime`), never the entity's own clock. The TTL is the app's
+    setting when the check runs (0: expiry is off now, so nothing is deleted and the orchestration ends).
+    """
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
+
+    now_ms: StrictInt = Field(ge=0)
+    ttl_seconds: StrictFloat | StrictInt = Field(ge=0, allow_inf_nan=False)
 
 
 def validate_conversation_id(conversation_id: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._contract import describe_problems
+from ._expiry_settings import DEFAULT_CONVERSATION_TTL_SECONDS, ttl_from_setting, ttl_seconds_of
 from ._offline import OfflineChatClient
 from ._retention_settings import RetentionSettings
 
@@ -25,6 +26,7 @@ OPENAI_BASE_URL = "OPENAI_BASE_URL"
 OPENAI_CHAT_MODEL = "OPENAI_CHAT_MODEL"
 RETENTION_MODE_SETTING = "AGENT_HOST_RETENTION_MODE"
 MAX_STATE_BYTES_SETTING = "AGENT_HOST_MAX_STATE_BYTES"
+CONVERSATION_TTL_SETTING = "AGENT_HOST_CONVERSATION_TTL"
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class HostSettings:
         turn_record_ttl_seconds: How long a turn result stays readable. `AGENT_HOST_TURN_RECORD_TTL_SECONDS`.
         retention: Default retention of new conversations: `AGENT_HOST_RETENTION_MODE`,
             `AGENT_HOST_MAX_STATE_BYTES`.
+        conversation_ttl_seconds: How long a conversation may go without a turn or a retention change before it
+            is deleted; 0 never. `AGENT_HOST_CONVERSATION_TTL` (docs/retention.md, "Idle conversations expire").
     """
 
     max_message_bytes: int = 32 * 1024
@@ -49,6 +53,11 @@ class HostSettings:
     max_turn_records: int = 100
     turn_record_ttl_seconds: float = 24 * 60 * 60.0
     retention: RetentionSettings = field(default_factory=RetentionSettings)
+    conversation_ttl_seconds: float = DEFAULT_CONVERSATION_TTL_SECONDS
+
+    def __post_init__(self) -> None:
+        # Checked here too, so a value given in code fails at startup as a setting does.
+        ttl_seconds_of(self.conversation_ttl_seconds, "HostSettings(conversation_ttl_seconds)")
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> HostSettings:
@@ -75,6 +84,7 @@ class HostSettings:
                 env, "AGENT_HOST_TURN_RECORD_TTL_SECONDS", defaults.turn_record_ttl_seconds, float
             ),
             retention=retention,
+            conversation_ttl_seconds=_ttl(env, CONVERSATION_TTL_SETTING, defaults.conversation_ttl_seconds),
         )
 
 
@@ -102,6 +112,12 @@ def _whole(env: Mapping[str, str], name: str) -> int | str | None:
         return int(raw)
     except ValueError:
         return raw
+
+
+def _ttl(env: Mapping[str, str], name: str, default: float) -> float:
+    """A duration setting (`14d`, `3600`, `0` for off); unset or empty keeps `default`."""
+    raw = env.get(name)
+    return default if raw is None or raw == "" else ttl_from_setting(raw, name)
 
 
 def _number(env: Mapping[str, str], name: str, default: Any, kind: type) -> Any:

@@ -31,6 +31,11 @@ class TurnTelemetry:
             unit="{message}",
             description="Messages retention deleted from conversations.",
         )
+        self.expired_conversations = meter.create_counter(
+            "agent_host.retention.expired_conversations",
+            unit="{conversation}",
+            description="Conversations deleted because they were idle for their TTL.",
+        )
         self.capacity_refusals = meter.create_counter(
             "agent_host.retention.capacity_refusals",
             unit="{turn}",
@@ -82,6 +87,10 @@ class TurnTelemetry:
                 "evicted_messages": evicted,
             },
         )
+
+    def record_expiry(self, *, agent: str) -> None:
+        """Count one conversation deleted for being idle (the deletion's log line is retention's)."""
+        self.expired_conversations.add(1, {"agent": agent})
 
 
 _telemetry: TurnTelemetry | None = None

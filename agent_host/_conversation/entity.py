@@ -20,9 +20,11 @@ from .._clock import SYSTEM_CLOCK, Clock
 from .._contract import (
     DELETE_OPERATION,
     ENTITY_OPERATIONS,
+    EXPIRE_OPERATION,
     RUN_OPERATION,
     SET_RETENTION_OPERATION,
     ChangeOperation,
+    ExpireOperation,
     RunOperation,
     SetRetentionOperation,
     parse_model,
@@ -35,6 +37,7 @@ from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackPr
 from .._streaming.channel import TurnStreamStore, stream_key
 from .._telemetry import telemetry
 from .approvals import answer_contents, pending_from_response, remaining_after
+from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import BUFFER_KEY, assign_transcript_ids, delivered_response, reconcile_by_message_id
 from .history_plan import HistoryPlan
 from .replies import expired_result, run_result
@@ -137,6 +140,8 @@ class ConversationEntity:
             self._delete(context)
         elif operation == SET_RETENTION_OPERATION:
             self._set_retention(context)
+        elif operation == EXPIRE_OPERATION:
+            self._expire(context)
         else:
             raise InvalidRequestError(
                 f"Unknown entity operation '{operation}'; expected one of {', '.join(ENTITY_OPERATIONS)}.",
@@ -365,12 +370,13 @@ class ConversationEntity:
         fresh = new_state(self.agent_name, context.entity_key, self.retention, self.clock.now_ms())
         return {**fresh, APPLIED_CHANGES_KEY: state.get(APPLIED_CHANGES_KEY, [])}, None
 
-    def _delete(self, context: df.DurableEntityContext) -> None:
+    def _delete(self, context: df.DurableEntityContext, request: ChangeOperation | None = None) -> None:
         """Replace the conversation with a tombstone naming the turns it removes.
 
         The stored state need not be readable: deleting is the way out of a conversation that cannot be read.
+        `request` is given when another operation deletes (expiry); otherwise it is this operation's input.
         """
-        request = _operation_input(context, ChangeOperation)
+        request = request or _operation_input(context, ChangeOperation)
         raw = read_raw_state(context)
         if raw is None:
             # Nothing to delete (no turn was queued before this deletion): store nothing, answer nothing.
@@ -393,6 +399,21 @@ class ConversationEntity:
             self._delete_streams(context, tombstone[DELETED_KEY]["turns"])
         write_raw_state(context, encode_state(tombstone))
         context.set_result({"deleted": True})
+
+    def _expire(self, context: df.DurableEntityContext) -> None:
+        """Delete the conversation if it has been idle for the TTL, exactly as a DELETE does; else say when to look
+        again (docs/retention.md, "Idle conversations expire")."""
+        request = _operation_input(context, ExpireOperation)
+        raw = read_raw_state(context)
+        verdict = expiry_verdict(raw, request)
+        if verdict.status == EXPIRED:
+            self._delete(context, ChangeOperation(change_id=expiry_change_id(request)))
+            report_expiry(self.agent_name, context.entity_key, verdict, request)
+        elif verdict.status == UNREADABLE:
+            report_unreadable(self.agent_name, context.entity_key)
+        context.set_result(verdict.result())
+        if raw is None:
+            context.destruct_on_exit()  # a result marks the entity as existing: a check must not create one
 
     def _set_retention(self, context: df.DurableEntityContext) -> None:
         # Validated here too: the entity is the authority, whoever signals it.

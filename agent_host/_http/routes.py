@@ -33,6 +33,7 @@ from .._conversation.state import (
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
+    TURN_COUNT_KEY,
     TURNS_KEY,
     StoredState,
     encode_state,
@@ -57,6 +58,8 @@ from .._errors import (
     UnsupportedMediaTypeError,
     status_for_code,
 )
+from .._expiry.recent import RECENT_WATCHES
+from .._expiry.starter import TurnExpiry
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
 from .durable_client import ConversationClient
@@ -184,12 +187,15 @@ class Routes:
         if events or request.stream:
             operation["stream"] = True
         await conversations.signal(conversation_id, RUN_OPERATION, operation)
+        expiry = TurnExpiry(client, agent, conversation_id, self._clock)
         if events:
+            await expiry.finish()
             return self._turn_events(client, agent, conversation_id, turn_id, turns_url)
         settled = None
         if request.wait:
             timeout = request.timeout_seconds or self._settings.default_wait_seconds
             settled = await conversations.wait_for_turn(conversation_id, turn_id, float(timeout))
+        await expiry.finish((settled or {}).get(TURN_COUNT_KEY))
         if settled is None:
             pending_body = render_pending(conversation_id, turn_id)
             return json_response(202, pending_body, headers={"Location": f"{turns_url}/{turn_id}"})
@@ -314,6 +320,7 @@ class Routes:
         # Signalled even when nothing is stored yet: a first turn may be queued, and the deletion comes after it,
         # so the conversation does not appear afterwards. With nothing stored the operation stores nothing.
         await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
+        RECENT_WATCHES.forget(client, agent.entity_name, conversation_id)  # its next turn starts expiry afresh
         if state is None or is_deleted(state):
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
         settled = await conversations.wait_for_change(conversation_id, change_id, DELETE_WAIT_SECONDS)
@@ -341,7 +348,10 @@ class Routes:
         await conversations.signal(
             conversation_id, SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention}
         )
+        # A retention change is activity, and may create the conversation: its expiry is watched as a turn's is.
+        expiry = TurnExpiry(client, agent, conversation_id, self._clock)
         state = await conversations.wait_for_change(conversation_id, change_id, self._settings.default_wait_seconds)
+        await expiry.finish((state or {}).get(TURN_COUNT_KEY))
         if state is None:
             return json_response(202, {"conversationId": conversation_id, "status": "pending", "retention": retention})
         # A concurrent change may have replaced this one since: the body shows what the conversation has now.

@@ -17,7 +17,7 @@ import azure.functions as func
 
 from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, RunRequestBody, parse_model, validate_conversation_id
-from .._conversation.state import DELETED_KEY, MESSAGES_KEY
+from .._conversation.state import DELETED_KEY, MESSAGES_KEY, TURN_COUNT_KEY
 from .._conversation.turn_records import answer_messages, find_turn, new_turn_id, turn_text
 from .._errors import (
     ConversationNotFoundError,
@@ -26,6 +26,7 @@ from .._errors import (
     TurnExpiredError,
     status_for_code,
 )
+from .._expiry.starter import TurnExpiry
 from .._settings import HostSettings
 from .durable_client import ConversationClient
 from .requests import JSON_MEDIA_TYPE, body_text, is_json_type, json_object, media_type
@@ -117,12 +118,15 @@ async def run_compat(
     conversations = ConversationClient(client, agent.entity_name)
     turn_id = new_turn_id(clock.now_ms())
     await conversations.signal(request.session_id, RUN_OPERATION, {"turnId": turn_id, "message": request.message})
+    expiry = TurnExpiry(client, agent, request.session_id, clock)
     agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
     turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"
     base = {"message": request.message, SESSION_ID_FIELD: request.session_id, "correlation_id": turn_id}
     if not request.wait:
+        await expiry.finish()
         return _answer(request, 202, {"response": "Agent request accepted", **base, "status": "accepted"}, turn_url)
     state = await conversations.wait_for_turn(request.session_id, turn_id, settings.default_wait_seconds)
+    await expiry.finish((state or {}).get(TURN_COUNT_KEY))
     if state is None:
         pending = {"response": "Agent is still processing.", **base, "status": "pending"}
         return _answer(request, 202, pending, turn_url)

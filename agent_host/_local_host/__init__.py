@@ -19,13 +19,14 @@ from types import FrameType
 import azure.functions as func
 
 from .._clock import SYSTEM_CLOCK
+from .activities import ActivityClients
 from .durable_api import DurableWebhookApi
 from .functions import DEFAULT_TASK_HUB, discover_durable_functions, discover_functions
 from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
 from .mcp_endpoint import McpEndpoint
 from .mcp_protocol import McpServer
 from .mcp_tools import discover_mcp_tools
-from .orchestration_api import ManagementUrls, OrchestrationWebhookApi
+from .orchestration_api import NON_RUNNING_STATES, ManagementUrls, OrchestrationWebhookApi
 from .orchestration_scheduler import OrchestrationScheduler
 from .orchestration_store import OrchestrationStore
 from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
@@ -83,6 +84,7 @@ class LocalHost:
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         request_deadlines: RequestDeadlines = DEFAULT_REQUEST_DEADLINES,
         deterministic_orchestrations: bool = False,
+        overridable_existing_instance_states: str = NON_RUNNING_STATES,
     ) -> None:
         """Index the app's functions and open the store; nothing listens until :meth:`start`.
 
@@ -101,6 +103,13 @@ class LocalHost:
             request_deadlines: How long a client may take to send a request head and body, on both listeners.
             deterministic_orchestrations: Run episodes and activities on one worker in scheduling order, so a run's
                 orchestration histories are reproducible (for golden tests and benchmarks).
+            overridable_existing_instance_states: As host.json's
+                ``extensions.durableTask.overridableExistingInstanceStates``: ``NonRunningStates`` (the extension's
+                default: starting the id of a pending or running instance is refused with 409) or ``AnyState`` (it
+                replaces the instance).
+
+        Raises:
+            ValueError: An unknown ``overridable_existing_instance_states``.
         """
         functions = list(app.get_functions())
         self.routes, entity_functions = discover_functions(functions)
@@ -129,6 +138,7 @@ class LocalHost:
             activity_names=frozenset(self.durable_functions.activities),
             task_hub=DEFAULT_TASK_HUB,
             clock=clock,
+            overridable_existing_instance_states=overridable_existing_instance_states,
         )
         durable_api = DurableWebhookApi(self.store, self.scheduler, orchestration_api)
         mcp_tools = discover_mcp_tools(functions)
@@ -175,6 +185,10 @@ class LocalHost:
             The JSON ``DurableOrchestrationClient`` takes.
         """
         return self._server.client_binding(task_hub)
+
+    def _activity_binding(self, task_hub: str) -> str:
+        """The client binding of an activity's durable client ("" names the default task hub)."""
+        return self.durable_client_binding(task_hub or DEFAULT_TASK_HUB)
 
     def describe_routes(self) -> list[str]:
         """List the HTTP routes with their methods, one line each, for a startup banner.
@@ -234,6 +248,8 @@ class LocalHost:
         try:
             await self._private.start()  # first: functions need its URL as soon as the public port answers
             await self._public.start()
+            # Activities with a durable client binding run where the HTTP functions do (activities.py says why).
+            self.orchestrations.bind_clients(ActivityClients(self._activity_binding, asyncio.get_running_loop()))
             self.scheduler.start()
             self.orchestrations.start()
         except BaseException:
@@ -291,6 +307,7 @@ def run_local_host(
     function_key: str | None = None,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     banner_lines: Sequence[str] = (),
+    overridable_existing_instance_states: str = NON_RUNNING_STATES,
 ) -> None:
     """Serve the app until Ctrl+C or SIGTERM, printing where it listens and what it serves.
 
@@ -306,6 +323,7 @@ def run_local_host(
         function_key: Key that FUNCTION/ADMIN routes require; None serves them without a key.
         max_batch_size: Most entity operations run and committed together (maxEntityOperationBatchSize).
         banner_lines: Extra lines printed after the address (for example which model is in use).
+        overridable_existing_instance_states: Which existing orchestration instances a start replaces (host.json).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -317,6 +335,7 @@ def run_local_host(
         route_prefix=route_prefix,
         function_key=function_key,
         max_batch_size=max_batch_size,
+        overridable_existing_instance_states=overridable_existing_instance_states,
     )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(local_host, banner_lines))

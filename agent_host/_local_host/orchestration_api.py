@@ -45,6 +45,14 @@ DEFAULT_PAGE_SIZE = 100
 """Instances per page of ``GET instances`` when ``top`` is not given: the extension's default page size, so
 ``get_status_all`` returns at most this many here as on Azure."""
 
+ANY_STATE = "AnyState"
+NON_RUNNING_STATES = "NonRunningStates"
+OVERRIDABLE_STATES = (ANY_STATE, NON_RUNNING_STATES)
+"""Values of host.json's ``extensions.durableTask.overridableExistingInstanceStates``; the extension's default is
+``NonRunningStates``: a start under the id of a pending or running instance is refused (409) instead of replacing it."""
+# The extension refuses Running, Pending, ContinuedAsNew and Suspended; the local host has the first two only.
+_NON_RUNNING_KEPT = frozenset({"Pending", "Running"})
+
 MAX_INSTANCE_ID_LENGTH = 256
 _INVALID_ID_CHARACTERS = re.compile(r"[/\\#?\x00-\x1f\x7f]")
 _UNSUPPORTED_OPERATIONS = frozenset({"rewind", "restart", "suspend", "resume"})
@@ -128,6 +136,7 @@ class OrchestrationWebhookApi:
         activity_names: frozenset[str],
         task_hub: str,
         clock: Clock = SYSTEM_CLOCK,
+        overridable_existing_instance_states: str = NON_RUNNING_STATES,
     ) -> None:
         """Bind the API to its store and scheduler.
 
@@ -139,7 +148,13 @@ class OrchestrationWebhookApi:
             activity_names: Lower-cased activity names (a start naming one gets a pointed error).
             task_hub: The task hub named in the URLs this API hands out.
             clock: Where creation times and event times come from.
+            overridable_existing_instance_states: Which existing instances a start with their id replaces:
+                ``NonRunningStates`` (the extension's default) or ``AnyState``.
+
+        Raises:
+            ValueError: An unknown ``overridable_existing_instance_states``.
         """
+        self._keep = overridable_statuses(overridable_existing_instance_states)
         self._store = store
         self._scheduler = scheduler
         self._urls = urls
@@ -213,7 +228,8 @@ class OrchestrationWebhookApi:
     # -- starting -----------------------------------------------------------------------------------------------
 
     async def _start(self, request: web.BaseRequest, name: str, instance_id: str | None) -> web.Response:
-        """Start an instance: 202 with its management URLs; 400 for an unknown orchestrator, a bad id or bad JSON."""
+        """Start an instance: 202 with its management URLs; 400 for an unknown orchestrator, a bad id or bad JSON; 409
+        when an instance with the id runs and the overridable states keep it."""
         registered = self._orchestrators.get(name.lower())
         if registered is None:
             known = ", ".join(sorted(set(self._orchestrators.values()))) or "none"
@@ -243,7 +259,16 @@ class OrchestrationWebhookApi:
             input=body or None,  # the body as sent, which is the SDK client's encoded input as a JSON string
             at_ms=self._clock.now_ms(),
         )
-        await asyncio.to_thread(self._store.start, start)
+        existing = await asyncio.to_thread(self._store.start, start, keep_statuses=self._keep)
+        if existing is not None:
+            # The extension's answer (OrchestrationAlreadyExistsException, 409); the SDK client raises with its body.
+            return _start_error(
+                409,
+                "instance_exists",
+                f"An Orchestration instance with the status {existing.status} already exists. Start it again once it "
+                "has finished, or set extensions.durableTask.overridableExistingInstanceStates to AnyState in "
+                "host.json to replace running instances.",
+            )
         self._scheduler.schedule(instance_id)
         logger.info("started orchestration %s (%s)", loggable(instance_id), loggable(registered))
         timeout, interval = _seconds(request.query.get("timeout")), _seconds(request.query.get("pollingInterval"))
@@ -449,6 +474,21 @@ def _instance_id_problem(instance_id: str) -> str | None:
     if _INVALID_ID_CHARACTERS.search(instance_id):
         return "Instance ids may not contain '/', '\\', '#', '?' or control characters."
     return None
+
+
+def overridable_statuses(setting: str) -> frozenset[str]:
+    """The statuses of an existing instance that refuse a start under its id, for an
+    ``overridableExistingInstanceStates`` value (compared ignoring case, as the extension reads its options).
+
+    Raises:
+        ValueError: The value is not one of ``OVERRIDABLE_STATES``.
+    """
+    chosen = next((name for name in OVERRIDABLE_STATES if name.lower() == str(setting).lower()), None)
+    if chosen is None:
+        raise ValueError(
+            f"overridableExistingInstanceStates must be {' or '.join(OVERRIDABLE_STATES)}, not {setting!r}."
+        )
+    return _NON_RUNNING_KEPT if chosen == NON_RUNNING_STATES else frozenset()
 
 
 def _start_error(status: int, code: str, message: str) -> web.Response:

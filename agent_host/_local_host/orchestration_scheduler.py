@@ -20,7 +20,7 @@ from azure.durable_functions.models.history.HistoryEventType import HistoryEvent
 
 from .._clock import SYSTEM_CLOCK, Clock
 from .._event_loop import AgentEventLoop
-from .activities import activity_failure
+from .activities import ActivityClients, activity_failure
 from .episode import AppFunctions, plan_episode
 from .functions import DurableFunctions
 from .log_text import loggable
@@ -118,11 +118,16 @@ class OrchestrationScheduler:
         self._activities: ThreadPoolExecutor | None = None
         self._timer_thread: threading.Thread | None = None
         self._loop = AgentEventLoop()
+        self._clients: ActivityClients | None = None
         self._names = AppFunctions(
             orchestrators={key: function.name for key, function in functions.orchestrators.items()},
             activities={key: function.name for key, function in functions.activities.items()},
             entities=entities.entity_names,
         )
+
+    def bind_clients(self, clients: ActivityClients) -> None:
+        """Give activities with a durable client binding their binding and the loop to run on (once it is bound)."""
+        self._clients = clients
 
     def app_functions(self) -> AppFunctions:
         """The names the app defines, as an episode checks calls against them."""
@@ -375,7 +380,7 @@ class OrchestrationScheduler:
                     Details="",
                 )
             else:
-                outcome = function.run(request.input, self._loop)
+                outcome = function.run(request.input, self._loop, self._clients)
                 if outcome.error is not None:
                     reason, details = activity_failure(outcome.error, function.name)
                     logger.warning("activity %s failed: %s", loggable(function.name), loggable(reason))

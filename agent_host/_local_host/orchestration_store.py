@@ -335,14 +335,26 @@ class OrchestrationStore:
 
     # -- the client API -----------------------------------------------------------------------------------------
 
-    def start(self, start: InstanceStart) -> None:
-        """Create an instance (replacing one with the same id) and queue its ExecutionStarted.
+    def start(self, start: InstanceStart, *, keep_statuses: frozenset[str] = frozenset()) -> InstanceRecord | None:
+        """Create an instance and queue its ExecutionStarted, replacing one with the same id unless its status is one
+        of `keep_statuses`; the check and the write are one transaction, so two starts cannot both win.
 
         Args:
             start: The new instance.
+            keep_statuses: Statuses of an existing instance that refuse the start.
+
+        Returns:
+            The existing instance when it refused the start (nothing was written), else None.
         """
         with self.entities.transaction("start an orchestration") as conn:
+            if keep_statuses:
+                row = conn.execute(
+                    f"SELECT {_INSTANCE_COLUMNS} FROM orchestrations WHERE instance_id = ?", (start.instance_id,)
+                ).fetchone()
+                if row is not None and row[4] in keep_statuses:
+                    return InstanceRecord(*row)
             _write_messages(conn, [start])
+            return None
 
     def send(self, messages: Sequence[Message]) -> None:
         """Store messages from a client (an external event, a terminate request).

@@ -20,7 +20,7 @@ import azure.durable_functions as df
 
 from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, validate_conversation_id
-from .._conversation.state import DELETED_KEY, StoredState, is_deleted
+from .._conversation.state import DELETED_KEY, TURN_COUNT_KEY, StoredState, is_deleted
 from .._conversation.turn_records import (
     answer_messages,
     find_keyed_turn,
@@ -37,6 +37,7 @@ from .._errors import (
     TurnExpiredError,
     internal_error,
 )
+from .._expiry.starter import TurnExpiry
 from .._http.durable_client import ConversationClient
 from .._settings import HostSettings
 from .arguments import idempotency_key_argument, require_size_within, text_argument, tool_arguments
@@ -135,7 +136,7 @@ async def run_agent_tool(
     try:
         call = parse_agent_tool_call(context, agent.name, settings.max_message_bytes)
         session_id = call.session_id
-        return await _run_turn(call, ConversationClient(client, agent.entity_name), agent, settings, clock)
+        return await _run_turn(call, client, agent, settings, clock)
     except AgentHostError as error:
         return error_result(error.to_record(), session_id=session_id)
     except Exception:
@@ -144,9 +145,10 @@ async def run_agent_tool(
 
 
 async def _run_turn(
-    call: AgentToolCall, conversations: ConversationClient, agent: AgentRoute, settings: HostSettings, clock: Clock
+    call: AgentToolCall, client: df.DurableOrchestrationClient, agent: AgentRoute, settings: HostSettings, clock: Clock
 ) -> str:
     """Signal the turn (unless the key already has one) and answer from the state that settles it."""
+    conversations = ConversationClient(client, agent.entity_name)
     payload = {"message": call.query}
     digest = request_hash(payload)
     if call.caller_key:
@@ -158,9 +160,11 @@ async def _run_turn(
     turn_id = new_turn_id(clock.now_ms(), call.idempotency_key)
     operation = {"turnId": turn_id, **payload, "idempotencyKey": call.idempotency_key, "requestHash": digest}
     await conversations.signal(call.session_id, RUN_OPERATION, operation)
+    expiry = TurnExpiry(client, agent, call.session_id, clock)
     # No 202 in MCP: wait as long as any HTTP request may, then say how to collect the answer.
     waited = settings.max_wait_seconds
     state = await conversations.wait_for_turn(call.session_id, turn_id, waited)
+    await expiry.finish((state or {}).get(TURN_COUNT_KEY))
     if state is None:
         return pending_result(agent.name, call.session_id, turn_id, call.idempotency_key, waited)
     return _settled(agent, call, state, turn_id, digest)

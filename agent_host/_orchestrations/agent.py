@@ -19,6 +19,7 @@ from azure.durable_functions.models.history import HistoryEventType
 
 from .._contract import RUN_OPERATION, AgentRoute, RunOperation, validate_conversation_id
 from .._errors import InvalidRequestError
+from .._expiry.orchestration import watch_task
 from .options import run_options
 from .reply import AgentCall
 from .session import ConversationSession
@@ -107,7 +108,9 @@ class OrchestrationAgent:
             RUN_OPERATION,
             operation.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True),
         )
-        return AgentTask(entity_task, call)
+        route = self._route
+        watch = watch_task(self._context, route.entity_name, conversation_id, route.conversation_ttl_seconds)
+        return AgentTask(entity_task, call, watch=watch)
 
     def _conversation_of(self, session: AgentSession | None) -> str:
         if session is None:

@@ -23,6 +23,7 @@ from agent_framework._workflows._runner_context import WorkflowMessage
 
 from .._contract import RUN_OPERATION, ApprovalAnswer, RunOperation
 from .._errors import TurnFailedError
+from .._expiry.orchestration import watch_task
 from .._orchestrations.errors import AgentTurnError
 from .._orchestrations.reply import AgentCall
 from .._orchestrations.task import AgentTask
@@ -79,6 +80,9 @@ class RunContext:
     occurrences: Occurrences
     receipts: Receipts
     retry: WorkflowRetryPolicy | None
+    # How long the nodes' conversations may stay idle before they are deleted (0: never); the first turn a run
+    # takes on a node's conversation starts its expiry orchestration.
+    conversation_ttl_seconds: float = 0.0
 
 
 class AgentNodeRunner:
@@ -202,7 +206,8 @@ class AgentNodeRunner:
             RUN_OPERATION,
             operation.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True),
         )
-        return AgentTask(entity_task, call)
+        watch = watch_task(context, self._node.entity_name, self._run.scope, self._run.conversation_ttl_seconds)
+        return AgentTask(entity_task, call, watch=watch)
 
 
 def _turn_id(context: df.DurableOrchestrationContext) -> str:

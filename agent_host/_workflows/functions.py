@@ -29,12 +29,21 @@ class WorkflowFunctions:
         app: The app to register functions on.
         entity_for: Builds the conversation entity body of an agent node (entity name, agent).
         activity_timeout_seconds: How long one executor activity may run.
+        conversation_ttl_seconds: How long the agent nodes' conversations may stay idle (0: never expire).
     """
 
-    def __init__(self, app: df.DFApp, entity_for: EntityFactory, activity_timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        app: df.DFApp,
+        entity_for: EntityFactory,
+        activity_timeout_seconds: float,
+        *,
+        conversation_ttl_seconds: float = 0.0,
+    ) -> None:
         self._app = app
         self._entity_for = entity_for
         self._timeout = activity_timeout_seconds
+        self._conversation_ttl = conversation_ttl_seconds
         self.routes: dict[str, WorkflowRoute] = {}
         self._registered: dict[str, Workflow] = {}
         self._function_names: dict[str, str] = {}
@@ -110,7 +119,7 @@ class WorkflowFunctions:
         self._app.function_name(plan.activity_name)(self._app.activity_trigger(input_name="payload")(executor_activity))
 
     def _register_orchestrator(self, plan: HostedWorkflow) -> None:
-        body = workflow_orchestrator(plan)
+        body = workflow_orchestrator(plan, self._conversation_ttl)
 
         def orchestrator(context: df.DurableOrchestrationContext) -> Any:
             return (yield from body(context))

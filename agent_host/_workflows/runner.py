@@ -78,7 +78,9 @@ class _Superstep:
 class WorkflowRun:
     """One run of a hosted workflow, driven by its orchestration context."""
 
-    def __init__(self, context: df.DurableOrchestrationContext, hosted: HostedWorkflow) -> None:
+    def __init__(
+        self, context: df.DurableOrchestrationContext, hosted: HostedWorkflow, conversation_ttl_seconds: float = 0.0
+    ) -> None:
         self.context = context
         self.hosted = hosted
         self.workflow = hosted.workflow
@@ -102,6 +104,7 @@ class WorkflowRun:
             occurrences=self.occurrences,
             receipts=Receipts(),
             retry=hosted.retry,
+            conversation_ttl_seconds=conversation_ttl_seconds,
         )
 
     def run(self) -> Generator[Any, Any, dict[str, Any]]:
@@ -328,10 +331,13 @@ def _response_value(raw: Any, request: PendingRequest) -> Any:
     return coerce_response(value, type_at(request.response_type), request.data)
 
 
-def workflow_orchestrator(hosted: HostedWorkflow) -> Any:
-    """The orchestrator function body of `hosted` (a generator function taking the orchestration context)."""
+def workflow_orchestrator(hosted: HostedWorkflow, conversation_ttl_seconds: float = 0.0) -> Any:
+    """The orchestrator function body of `hosted` (a generator function taking the orchestration context).
+
+    `conversation_ttl_seconds` is how long the agent nodes' conversations may stay idle (0: never expire).
+    """
 
     def orchestrator(context: df.DurableOrchestrationContext) -> Generator[Any, Any, dict[str, Any]]:
-        return (yield from WorkflowRun(context, hosted).run())
+        return (yield from WorkflowRun(context, hosted, conversation_ttl_seconds).run())
 
     return orchestrator

@@ -52,9 +52,11 @@ class OrchestrationHost(RunningHost):
         *,
         function_key: str | None = None,
         deterministic: bool = True,
+        overridable_existing_instance_states: str = "NonRunningStates",
     ) -> None:
         self.clock = clock
         self.deterministic = deterministic
+        self.overridable_existing_instance_states = overridable_existing_instance_states
         self.recorder = StateRecorder()
         super().__init__(app_factory, state_dir, function_key)
 
@@ -68,6 +70,7 @@ class OrchestrationHost(RunningHost):
             port=0,
             function_key=self.function_key,
             deterministic_orchestrations=self.deterministic,
+            overridable_existing_instance_states=self.overridable_existing_instance_states,
         )
         orchestrators = self.host.durable_functions.orchestrators
         for key, function in orchestrators.items():

@@ -94,7 +94,7 @@ def test_calling_an_undefined_activity_fails_that_task_as_on_azure(orchestration
     output = orchestrations.output(instance_id)
     assert output.startswith(
         "The function 'no_such_activity' doesn't exist, is disabled, or is not an activity function. "
-        "The app's activity functions: classify, explode, flaky, greet, slow, square."
+        "The app's activity functions: classify, expiry_watch, explode, flaky, greet, slow, square."
     )
 
 

@@ -50,7 +50,9 @@ def build_orchestration_app(
             Agent(editor or ScriptedChatClient(heard_script), name="editor"),
             Agent(FailingChatClient(), name="broken"),
         ],
-        settings=settings or HostSettings(),
+        # Expiry off by default: these tests play the entity calls only (tests/expiry covers the expiry activity a
+        # first turn then carries).
+        settings=settings or HostSettings(conversation_ttl_seconds=0),
         clock=clock,
     )
 

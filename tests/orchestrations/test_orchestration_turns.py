@@ -205,7 +205,7 @@ def test_an_answer_over_the_reply_limit_fails_the_task_but_the_turn_is_recorded(
 
 def test_a_call_for_a_turn_whose_record_expired_is_not_run_again() -> None:
     writer = ScriptedChatClient(heard_script)
-    driver = playing("chain", writer=writer, settings=HostSettings(max_turn_records=1))
+    driver = playing("chain", writer=writer, settings=HostSettings(max_turn_records=1, conversation_ttl_seconds=0))
     driver.run()
     first, _ = driver.calls
 

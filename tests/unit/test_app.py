@@ -48,6 +48,8 @@ def test_each_agent_gets_one_entity_and_the_routes_are_shared() -> None:
         "api_workflow_runs",
         "conversation_alpha",
         "conversation_beta",
+        "expiry_conversation",
+        "expiry_watch",
     ]
 
 

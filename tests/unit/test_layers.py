@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agent_host._errors",
             "agent_host._records",
             "agent_host._retention_settings",
+            "agent_host._expiry_settings",
             "agent_host._contract",
             "agent_host._settings",
             "agent_host._event_loop",
@@ -37,6 +38,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("state", ("agent_host._conversation.state",)),
     ("conversation", ("agent_host._conversation",)),
     ("entity", ("agent_host._conversation.entity",)),
+    # Idle expiry's orchestration and its starters: used by the HTTP routes, MCP tools, orchestrations and workflows.
+    ("expiry", ("agent_host._expiry",)),
     ("http", ("agent_host._http",)),
     ("inspector", ("agent_host._inspector",)),
     ("orchestration", ("agent_host._orchestrations",)),
@@ -67,6 +70,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
     # An orchestration reaches a conversation only through the entity's wire contract, as the HTTP side does.
     "agent_host._orchestrations": ("agent_host._conversation", "agent_host._http"),
+    # So does the expiry orchestration: it asks the entity, it never reads the state itself.
+    "agent_host._expiry": ("agent_host._conversation", "agent_host._http"),
 }
 
 
