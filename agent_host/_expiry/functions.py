@@ -48,7 +48,8 @@ class ExpiryFunctions:
         app.function_name(EXPIRY_ORCHESTRATOR)(app.orchestration_trigger(context_name="context")(expiry_conversation))
 
     def _register_activity(self, app: df.DFApp) -> None:
-        async def expiry_watch(watch: dict[str, Any], client: df.DurableOrchestrationClient) -> str:
+        # A bare `dict`: the worker refuses a parameterized annotation such as dict[str, Any] on a binding.
+        async def expiry_watch(watch: dict, client: df.DurableOrchestrationClient) -> str:  # type: ignore[type-arg]
             first = watch_input(watch)
             return await watch_conversation(client, first.entity, first.key, float(first.ttl_seconds or TTL_OFF))
 

@@ -92,9 +92,13 @@ def test_the_worker_binds_request_client_and_entity_context_as_intended() -> Non
 
     health = report.pop("api_health")
     entity = report.pop("conversation_assistant")
+    watcher = report.pop("expiry_conversation")
+    watch = report.pop("expiry_watch")
 
     assert (health["isHttp"], health["inputs"]) == (True, {"req": "httpTrigger"})
     assert (entity["isHttp"], entity["inputs"]) == (False, {"context": "entityTrigger"})
+    assert (watcher["isHttp"], watcher["inputs"]) == (False, {"context": "orchestrationTrigger"})
+    assert (watch["isHttp"], watch["inputs"]) == (False, {"watch": "activityTrigger", "client": "generic"})
     # The durable client arrives as the binding's JSON string; DFApp turns it into a client object.
     assert {name: (e["isHttp"], e["inputs"]) for name, e in report.items()} == {
         name: (True, {"req": "httpTrigger", "client": "generic"}) for name in report
