@@ -15,29 +15,23 @@ Azure Storage provider's 45 KB blob offload of larger states); docs/scaling.md s
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import http.client
 import json
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 import azure.functions as func
 from agent_framework import Agent
-from azure.durable_functions.models.utils import http_utils
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
 from agent_host._expiry_settings import DEFAULT_CONVERSATION_TTL_SECONDS, describe_ttl
 from agent_host._local_host import LocalHost
 
 from .report import machine
+from .served import ServedApp, waited_turn
 from .workload import percentile
 
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "capacity.json"
@@ -74,67 +68,29 @@ class LoadFigures:
     runs_turns_per_second: list[float] = field(default_factory=list)
 
 
-class _Host:
-    """The local host serving one offline-model agent on a free loopback port, in its own thread and event loop."""
-
-    def __init__(self, state_dir: Path, ttl_seconds: float) -> None:
-        app = AgentFunctionApp(
-            agents=[Agent(OfflineChatClient(), name=AGENT)],
-            settings=HostSettings(conversation_ttl_seconds=ttl_seconds),
-            http_auth_level=func.AuthLevel.ANONYMOUS,
-        )
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="bench-capacity", daemon=True)
-        self._thread.start()
-        self.host = LocalHost(app, state_dir=state_dir, port=0)
-        self._call(self.host.start())
-        url = urlsplit(self.host.base_url)
-        self.address = (url.hostname or "127.0.0.1", url.port or 80)
-
-    def _call(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(300)
-
-    def expiry_orchestrations(self) -> int:
-        """How many expiry orchestrations the host keeps (one per conversation when expiry is on)."""
-        with self.host.store.reading("count expiry orchestrations") as conn:
-            row = conn.execute("SELECT COUNT(*) FROM orchestrations WHERE name = 'expiry_conversation'").fetchone()
-        return int(row[0])
-
-    def stop(self) -> None:
-        self._call(self.host.stop())
-        # azure-functions-durable keeps one aiohttp session per process, bound to the loop that opened it.
-        self._call(http_utils._close_session())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+def expiry_orchestrations(host: LocalHost) -> int:
+    """How many expiry orchestrations the host keeps (one per conversation when expiry is on)."""
+    with host.store.reading("count expiry orchestrations") as conn:
+        row = conn.execute("SELECT COUNT(*) FROM orchestrations WHERE name = 'expiry_conversation'").fetchone()
+    return int(row[0])
 
 
-def waited_turn(address: tuple[str, int], conversation: str, turn: int) -> float:
-    """Post one waited turn; return its wall time in milliseconds; fail unless the offline model answered it."""
-    body = json.dumps({"message": f"My fact{turn} is value{turn}.", "wait": True}).encode()
-    connection = http.client.HTTPConnection(*address, timeout=300)
-    with contextlib.closing(connection):
-        started = time.perf_counter()
-        connection.request(
-            "POST",
-            f"/api/agents/{AGENT}/conversations/{conversation}/turns",
-            body=body,
-            headers={"Content-Type": "application/json"},
-        )
-        response = connection.getresponse()
-        payload = response.read()
-        elapsed = (time.perf_counter() - started) * 1000
-    answer = json.loads(payload)
-    if response.status != 200 or not str(answer.get("text", "")).startswith(OFFLINE_PREFIX):
-        raise RuntimeError(f"A waited turn did not complete: HTTP {response.status} {payload[:300]!r}")
-    return elapsed
+def offline_turn(address: tuple[str, int], conversation: str, turn: int) -> float:
+    """One waited turn; its wall time in milliseconds, once the offline model answered it."""
+    return waited_turn(
+        address,
+        AGENT,
+        conversation,
+        f"My fact{turn} is value{turn}.",
+        answered=lambda text: text.startswith(OFFLINE_PREFIX),
+    )
 
 
-def run_load(host: _Host, conversations: int, turns_each: int, label: str) -> tuple[float, list[float], float]:
+def run_load(host: ServedApp, conversations: int, turns_each: int, label: str) -> tuple[float, list[float], float]:
     """All conversations at once, each taking its turns in order: (elapsed seconds, latencies, CPU seconds)."""
 
     def converse(index: int) -> list[float]:
-        return [waited_turn(host.address, f"{label}-{index}", turn) for turn in range(1, turns_each + 1)]
+        return [offline_turn(host.address, f"{label}-{index}", turn) for turn in range(1, turns_each + 1)]
 
     cpu, started = time.process_time(), time.perf_counter()
     with ThreadPoolExecutor(max_workers=conversations) as pool:
@@ -145,11 +101,16 @@ def run_load(host: _Host, conversations: int, turns_each: int, label: str) -> tu
 def measure_load(conversations: int, turns_each: int, ttl_seconds: float) -> LoadFigures:
     """One run of one load on a fresh host."""
     with tempfile.TemporaryDirectory(prefix="agent-host-capacity-") as state_dir:
-        host = _Host(Path(state_dir), ttl_seconds)
+        app = AgentFunctionApp(
+            agents=[Agent(OfflineChatClient(), name=AGENT)],
+            settings=HostSettings(conversation_ttl_seconds=ttl_seconds),
+            http_auth_level=func.AuthLevel.ANONYMOUS,
+        )
+        host = ServedApp(app, Path(state_dir), name="bench-capacity")
         try:
-            waited_turn(host.address, "warm-up", 1)
+            offline_turn(host.address, "warm-up", 1)
             elapsed, latencies, cpu = run_load(host, conversations, turns_each, "load")
-            watched = host.expiry_orchestrations()
+            watched = expiry_orchestrations(host.host)
         finally:
             host.stop()
     turns = len(latencies)

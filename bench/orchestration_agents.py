@@ -16,30 +16,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import http.client
 import json
 import logging
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import azure.durable_functions as df
 import azure.functions as func
 from agent_framework import Agent
-from azure.durable_functions.models.utils import http_utils
 
 from agent_host import AgentFunctionApp, HostSettings
-from agent_host._local_host import LocalHost
 
-from .http_latency import waited_turn
+from .http_latency import scripted_turn
 from .report import machine
+from .served import ServedApp, timed_post
 from .workload import AGENT_INSTRUCTIONS, AGENT_NAME, ZeroLatencyChatClient, reply_to, user_message
 
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "orchestration_agents.json"
@@ -126,40 +121,12 @@ class _TurnTimes(logging.Handler):
         return total
 
 
-class _Host:
-    """The local host serving `app` on a free loopback port, in its own thread and event loop."""
-
-    def __init__(self, app: AgentFunctionApp, state_dir: Path) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="bench-orchestrations", daemon=True)
-        self._thread.start()
-        self.host = LocalHost(app, state_dir=state_dir, port=0)
-        self._call(self.host.start())
-        url = urlsplit(self.host.base_url)
-        self.address = (url.hostname or "127.0.0.1", url.port or 80)
-
-    def _call(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(RUN_TIMEOUT_SECONDS)
-
-    def stop(self) -> None:
-        self._call(self.host.stop())
-        # azure-functions-durable keeps one aiohttp session per process, bound to the loop that opened it.
-        self._call(http_utils._close_session())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-
 def timed_orchestration(address: tuple[str, int], orchestrator: str, payload: dict[str, int], expected: int) -> float:
-    """Run one orchestration through the app's timing route; its milliseconds, once every answer came back right."""
-    connection = http.client.HTTPConnection(*address, timeout=RUN_TIMEOUT_SECONDS)
-    with contextlib.closing(connection):
-        connection.request(
-            "POST", f"/api/bench/{orchestrator}", body=json.dumps(payload), headers={"Content-Type": "application/json"}
-        )
-        response = connection.getresponse()
-        body = json.loads(response.read())
-    if response.status != 200 or body["status"] != "Completed" or body["output"] != expected:
+    """Run one orchestration through the app's timing route; its milliseconds, once every answer came back right.
+
+    The figure is the route's own clock (start to completion seen), not the HTTP call's wall time."""
+    status, body, _ = timed_post(address, f"/api/bench/{orchestrator}", payload, timeout=RUN_TIMEOUT_SECONDS)
+    if status != 200 or body["status"] != "Completed" or body["output"] != expected:
         raise RuntimeError(f"{orchestrator} {payload} did not complete with {expected} right answers: {body}")
     return float(body["ms"])
 
@@ -200,7 +167,7 @@ def measure(plan: Plan) -> OrchestrationFigures:
     turn_log.addHandler(turn_times)
     turn_log.setLevel(logging.INFO)
     with tempfile.TemporaryDirectory(prefix="agent-host-bench-orchestrations-") as state_dir:
-        host = _Host(build_app(), Path(state_dir))
+        host = ServedApp(build_app(), Path(state_dir), timeout=RUN_TIMEOUT_SECONDS, name="bench-orchestrations")
         try:
             timed_orchestration(host.address, "bench_chain", {"steps": 1}, 1)  # warm-up
             chains = []
@@ -212,8 +179,8 @@ def measure(plan: Plan) -> OrchestrationFigures:
                     turns.append(turn_times.take() / steps)
                 total, turn = statistics.median(runs), statistics.median(turns)
                 chains.append(ChainFigures(steps, total, total / steps, turn, total / steps - turn))
-            waited_turn(host.address, "warm-up", 1)
-            turns = [waited_turn(host.address, "http-baseline", turn) for turn in range(1, plan.http_turns + 1)]
+            scripted_turn(host.address, "warm-up", 1)
+            turns = [scripted_turn(host.address, "http-baseline", turn) for turn in range(1, plan.http_turns + 1)]
             fan_out = statistics.median(
                 timed_orchestration(host.address, "bench_fan_out", {"calls": plan.fan_out}, plan.fan_out)
                 for _ in range(plan.repeats)

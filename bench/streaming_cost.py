@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import http.client
 import json
 import math
 import statistics
@@ -33,17 +31,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from agent_framework import Agent, BaseChatClient, ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
-from azure.durable_functions.models.utils import http_utils
 
 from agent_host import AgentFunctionApp, HostSettings, StreamEvent
-from agent_host._local_host import LocalHost
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 
+from .served import ServedApp, posted
 from .workload import percentile
 
 AGENT = "bench"
@@ -100,8 +96,8 @@ class CountingStreamStore(SqliteStreamStore):
             self.writes[stream] += 1
 
 
-class BenchHost:
-    """The local host serving the paced agent on a free loopback port, in its own thread and event loop."""
+class BenchHost(ServedApp):
+    """The paced agent served by the local host with HTTP streams on and a stream store that counts its writes."""
 
     def __init__(self, state_dir: Path, word_seconds: float) -> None:
         self.model = PacedChatClient(word_seconds)
@@ -112,37 +108,18 @@ class BenchHost:
             http_streams=True,
             stream_store=self.store,
         )
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="bench-local-host", daemon=True)
-        self._thread.start()
-        self.host = LocalHost(app, state_dir=state_dir, port=0)
-        self._call(self.host.start())
-        url = urlsplit(self.host.base_url)
-        self.address = (url.hostname or "127.0.0.1", url.port or 80)
-
-    def _call(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(300)
+        super().__init__(app, state_dir, name="bench-local-host")
 
     def stop(self) -> None:
-        self._call(self.host.stop())
-        self._call(http_utils._close_session())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+        """Stop the host, then close the stream store it wrote to."""
+        super().stop()
         self.store.close()
 
     def post(self, conversation: str, message: str, *, stream: bool) -> tuple[float | None, dict[str, Any]]:
         """One turn; returns when the client read the first delta (streamed) and the turn's final body."""
-        headers = {"Content-Type": "application/json", **({"Accept": "text/event-stream"} if stream else {})}
-        connection = http.client.HTTPConnection(*self.address, timeout=300)
-        with contextlib.closing(connection):
-            connection.request(
-                "POST",
-                f"/api/agents/{AGENT}/conversations/{conversation}/turns",
-                body=json.dumps({"message": message}).encode(),
-                headers=headers,
-            )
-            response = connection.getresponse()
+        headers = {"Accept": "text/event-stream"} if stream else {}
+        path = f"/api/agents/{AGENT}/conversations/{conversation}/turns"
+        with posted(self.address, path, json.dumps({"message": message}).encode(), headers=headers) as response:
             if not stream:
                 return None, json.loads(response.read())
             first_delta: float | None = None
