@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from bench.__main__ import main
+from bench.parts import PARTS
 from bench.report import TARGETS
 
 PUBLISHED_ONLY = {"published_ms", "published_floor_ms", "published_state_bytes", "published_over_its_floor"}
@@ -51,5 +52,11 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path, capsys) -> None:
     for name in ("ratio_warm", "ratio_cold", "ratio_mean", "early_amortized_ms", "late_amortized_ms"):
         assert _is_figure(retention[name]), (name, retention[name])
     assert [target["target"] for target in results["targets"]] == [name for name, *_ in TARGETS]
+    assert [row["messages"] for row in results["parts"]] == [20, 60]
+    for row in results["parts"]:
+        assert _is_figure(row["cold_ms"]) and _is_figure(row["warm_ms"])
+        assert sorted(row["parts"]) == sorted(PARTS)
+        assert all(_is_figure(ratio) for modes in row["parts"].values() for ratio in modes.values())
     printed = capsys.readouterr().out
     assert "Per-turn host cost" in printed and "Targets" in printed
+    assert "What each part of the state cache buys" in printed

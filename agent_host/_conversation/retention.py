@@ -279,7 +279,8 @@ def _bound_receipts(state: StoredState, receipts: Receipts, *, text: str | None)
     settings = retention_of(state)
     share = math.floor(settings.max_state_bytes * RECEIPT_SHARE)
     expired: list[str] = []
-    if _receipt_bytes(state) > share:
+    # The receipts are part of the state: when the whole state is within their share, so are they, uncounted.
+    if (text is None or _utf8_len(text) > share) and _receipt_bytes(state) > share:
         state, expired = _trim_receipts(state, receipts, share)
         text = None
     if settings.mode == KEEP_ALL:

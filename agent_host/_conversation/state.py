@@ -8,6 +8,7 @@ against the models. Every persisted key is a constant here; no other module spel
 from __future__ import annotations
 
 import json
+from json.decoder import JSONDecodeError, scanstring  # type: ignore[attr-defined]
 from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -197,10 +198,85 @@ def decode_state(raw: str | dict[str, Any]) -> StoredState:
         StateCorruptError: the state is not valid JSON or does not match the schema.
         StateVersionError: the state has a schema version this code cannot read (versions 1 and 2 are upgraded).
     """
+    return decode_state_text(raw)[0] if isinstance(raw, str) else _validated(raw)
+
+
+def decode_state_text(raw: str) -> tuple[StoredState, str | None]:
+    """`decode_state(raw)`, and the JSON text in `raw` of the decoded transcript array.
+
+    With it, a process that did not write `raw` can write the transcript back without encoding it again. None when
+    there is no transcript or an upgrade rebuilt it (the text is then not the transcript's).
+
+    Raises:
+        StateCorruptError, StateVersionError: as `decode_state`.
+    """
     try:
-        data = json.loads(raw) if isinstance(raw, str) else raw
+        data, spans = parse_with_spans(raw)
     except ValueError as exc:
         raise StateCorruptError(f"is not valid JSON ({exc})") from None
+    state = _validated(data)
+    kept = MESSAGES_KEY in spans and state.get(MESSAGES_KEY) is data[MESSAGES_KEY]
+    return state, raw[slice(*spans[MESSAGES_KEY])] if kept else None
+
+
+def parse_with_spans(raw: str) -> tuple[Any, dict[str, tuple[int, int]]]:
+    """`json.loads(raw)`, and, when it is an object, where each member's value stands in `raw` (start, end).
+
+    Raises:
+        ValueError: exactly when `json.loads(raw)` does.
+    """
+    index = _skip_space(raw, 0)
+    if not raw.startswith("{", index):
+        return json.loads(raw), {}
+    data, spans, end = _scan_object(raw, index)
+    if _skip_space(raw, end) != len(raw):
+        raise JSONDecodeError("Extra data", raw, end)
+    return data, spans
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = frozenset(" \t\n\r")
+
+
+def _scan_object(raw: str, index: int) -> tuple[dict[str, Any], dict[str, tuple[int, int]], int]:
+    """The JSON object starting at `raw[index]`, where each member's value stands in `raw`, and the index after it.
+
+    Values are parsed by the C scanner `json.loads` uses, so this costs what `json.loads` costs: only the dozen
+    members are walked here.
+    """
+    data: dict[str, Any] = {}
+    spans: dict[str, tuple[int, int]] = {}
+    index = _skip_space(raw, index + 1)
+    more = not raw.startswith("}", index)
+    while more:
+        if not raw.startswith('"', index):
+            raise JSONDecodeError("Expecting property name enclosed in double quotes", raw, index)
+        key, index = scanstring(raw, index + 1)
+        index = _skip_space(raw, index)
+        if not raw.startswith(":", index):
+            raise JSONDecodeError("Expecting ':' delimiter", raw, index)
+        start = _skip_space(raw, index + 1)
+        try:
+            data[key], index = _DECODER.scan_once(raw, start)
+        except StopIteration as stop:
+            raise JSONDecodeError("Expecting value", raw, stop.value) from None
+        spans[key] = (start, index)
+        index = _skip_space(raw, index)
+        more = raw.startswith(",", index)
+        if more:
+            index = _skip_space(raw, index + 1)
+        elif not raw.startswith("}", index):
+            raise JSONDecodeError("Expecting ',' delimiter", raw, index)
+    return data, spans, index + 1
+
+
+def _skip_space(raw: str, index: int) -> int:
+    while index < len(raw) and raw[index] in _SPACE:
+        index += 1
+    return index
+
+
+def _validated(data: Any) -> StoredState:
     if not isinstance(data, dict):
         raise StateCorruptError("is not a JSON object")
     version = data.get(SCHEMA_VERSION_KEY)

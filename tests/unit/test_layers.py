@@ -56,6 +56,8 @@ _TRIGGER_SIDE_MUST_NOT_KNOW = (
     "agent_host._conversation.history_plan",
     "agent_host._conversation.sessions",
     "agent_host._conversation.state_cache",
+    "agent_host._conversation.message_reuse",
+    "agent_host._conversation.fragment_encoder",
     "agent_host._conversation.retention",
 )
 FORBIDDEN: dict[str, tuple[str, ...]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from agent_framework import Message
 
-from agent_host._conversation.state_cache import _TextMessageFactory
+from agent_host._conversation.message_reuse import _TextMessageFactory
 from agent_host._http.rendering import render_message
 from agent_host._records import message_to_record, record_to_message
 

@@ -16,8 +16,10 @@ from agent_host._conversation.state import (
     ConversationState,
     RetentionSettings,
     decode_state,
+    decode_state_text,
     encode_state,
     new_state,
+    parse_with_spans,
     state_json_schema,
 )
 
@@ -88,3 +90,71 @@ def test_the_quick_message_check_accepts_and_refuses_exactly_what_the_schema_doe
         decoded = False
 
     assert decoded == schema_accepts
+
+
+_json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4)
+_json_values = st.recursive(
+    _json_scalars,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    members=st.dictionaries(st.text(max_size=4), _json_values, max_size=4),
+    spacing=st.lists(st.sampled_from(["", " ", "\n", "\t ", "\r\n"]), min_size=8, max_size=8),
+    ascii_only=st.booleans(),
+)
+def test_parsing_with_spans_finds_each_member_text_in_any_valid_spelling(
+    members: dict, spacing: list[str], ascii_only: bool
+) -> None:
+    before, after_brace, before_colon, after_colon, before_comma, after_comma, before_end, trailing = spacing
+    spelled = {
+        json.dumps(key, ensure_ascii=ascii_only): json.dumps(value, ensure_ascii=ascii_only)
+        for key, value in members.items()
+    }
+    items = (f"{key}{before_colon}:{after_colon}{value}" for key, value in spelled.items())
+    raw = f"{before}{{{after_brace}{f'{before_comma},{after_comma}'.join(items)}{before_end}}}{trailing}"
+
+    data, spans = parse_with_spans(raw)
+
+    assert data == json.loads(raw)
+    assert {key: json.loads(raw[start:end]) for key, (start, end) in spans.items()} == members
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.text(alphabet='{}[]":,. \n0123456789abetruflsn\\', max_size=16))
+def test_parsing_with_spans_refuses_exactly_what_json_refuses(raw: str) -> None:
+    try:
+        expected = json.loads(raw)
+    except ValueError:
+        expected = ValueError
+
+    try:
+        parsed = parse_with_spans(raw)[0]
+    except ValueError:
+        parsed = ValueError
+
+    assert parsed == expected
+
+
+def test_decoding_gives_the_stored_text_of_the_transcript_unless_an_upgrade_rebuilt_it() -> None:
+    state = new_state("assistant", "c1", RetentionSettings(), 1)
+    state["messages"] = [{"id": "m1", "role": "user", "text": "caf\u00e9", "at": 2}]
+    # Another writer's spelling: escaped non-ASCII and spaces; the text comes back as written.
+    raw = json.dumps(state, ensure_ascii=True, indent=1)
+
+    decoded, transcript = decode_state_text(raw)
+
+    assert transcript is not None and "caf\\u00e9" in transcript
+    assert json.loads(transcript) == decoded["messages"] == state["messages"]
+    version_1 = {**state, "schemaVersion": 1, "messages": [{"id": "m1", "role": "assistant", "text": "x", "at": 2}]}
+    upgraded, no_text = decode_state_text(json.dumps(version_1))
+    assert upgraded["messages"] == [{"id": "m1", "role": "assistant", "text": "x", "author": None, "at": 2}]
+    assert no_text is None
+
+
+def test_decoding_text_refuses_invalid_json_as_corrupt_state() -> None:
+    with pytest.raises(StateCorruptError, match=r"is not valid JSON \(Extra data"):
+        decode_state_text('{"schemaVersion": 3} {')
