@@ -12,6 +12,7 @@ from typing import Any
 from . import report
 from .entity_cost import measure_turn_costs
 from .http_latency import measure_latency
+from .parts import measure_parts, parts_table
 from .published import PUBLISHED_PACKAGE, PUBLISHED_VERSION, PublishedHost, PublishedHostUnavailableError
 from .retention_cost import measure_retention
 
@@ -88,6 +89,8 @@ def run(*, quick: bool, published: bool) -> dict[str, Any]:
     retention_figures["ratio_warm"] = retention.late.warm_ms / retention.early.warm_ms
     retention_figures["ratio_cold"] = retention.late.cold_ms / retention.early.cold_ms
     retention_figures["ratio_mean"] = retention.late_amortized_ms / retention.early_amortized_ms
+    _progress("state cache: each part turned off in turn...")
+    parts = measure_parts(_parts_sizes(plan), plan.repeats)
     results: dict[str, Any] = {
         "generated_at": started.strftime("%Y-%m-%d %H:%M UTC"),
         "quick": quick,
@@ -101,9 +104,15 @@ def run(*, quick: bool, published: bool) -> dict[str, Any]:
         "bytes_per_message": report.bytes_per_message(rows),
         "http": http.as_dict(),
         "retention": retention_figures,
+        "parts": parts,
     }
     results["targets"] = report.evaluate_targets(results)
     return results
+
+
+def _parts_sizes(plan: Plan) -> list[int]:
+    """The sizes the state cache's parts are measured at: the issue's 200 and 2,000 (all sizes of a quick run)."""
+    return [size for size in plan.sizes if size >= 200] or list(plan.sizes)
 
 
 def _progress(message: str) -> None:
@@ -119,7 +128,14 @@ def main(argv: list[str] | None = None) -> int:
         "--output", type=Path, help="where to write the JSON (default: bench/results/latest.json for a full run)"
     )
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md and its plot")
+    parser.add_argument(
+        "--parts", action="store_true", help="only measure what each part of the state cache buys (a few minutes)"
+    )
     args = parser.parse_args(argv)
+    if args.parts:
+        plan = QUICK if args.quick else FULL
+        print(parts_table(measure_parts(_parts_sizes(plan), plan.repeats)))
+        return 0
 
     results = run(quick=args.quick, published=not (args.quick or args.no_published))
     print(report.table(results))

@@ -10,6 +10,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .parts import parts_table
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_FILE = ROOT / "bench" / "results" / "latest.json"
 DOCS_FILE = ROOT / "docs" / "benchmarks.md"
@@ -29,6 +31,8 @@ TARGETS = (
     ("waited-turn host-added latency p50 (ms)", "at most", 50.0, True),
     ("auto retention: turn 1,000 / turn 100 (warm)", "at most", 1.3, True),
     ("auto retention: turn 1,000 / turn 100 (mean of 20 turns)", "at most", 1.3, False),
+    ("ours cold / core alone at 200 messages", "at most", 1.5, True),
+    ("ours cold / core alone at 2,000 messages", "at most", 1.5, True),
 )
 
 
@@ -96,6 +100,8 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         results["http"]["p50_ms"],
         retention["ratio_warm"],
         retention["ratio_mean"],
+        small and small["ours_cold_over_core"],
+        large and large["ours_cold_over_core"],
     ]
     evaluated = []
     for (name, rule, limit, from_issue), value in zip(TARGETS, values, strict=True):
@@ -126,6 +132,8 @@ def turn_cost_rows(costs: list[Any], published: dict[str, Any] | None) -> list[d
                 "published_state_bytes": other.get("state_bytes"),
                 "ours_cold_over_floor": _ratio(cost.cold_ms, cost.floor_ms),
                 "ours_warm_over_floor": _ratio(cost.warm_ms, cost.floor_ms),
+                "ours_cold_over_core": _ratio(cost.cold_ms, cost.core_ms),
+                "ours_warm_over_core": _ratio(cost.warm_ms, cost.core_ms),
                 "core_alone_over_floor": _ratio(cost.core_ms, cost.floor_ms),
                 "core_copies_over_floor": _ratio(cost.core_copies_ms, cost.floor_ms),
                 "published_over_ours_cold": _ratio(other.get("turn_ms"), cost.cold_ms),
@@ -167,21 +175,26 @@ def _times(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}x"
 
 
+def _ratio_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
 def table(results: dict[str, Any]) -> str:
     """The figures as plain-text tables for the terminal (also used in the docs page)."""
     lines = [
         "Per-turn host cost (CPU ms per turn, median; model excluded)",
         "",
         "| stored messages | state bytes | JSON floor | ours warm | ours cold | core alone | published "
-        "| warm / floor | cold / floor | published / warm | published / cold |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| warm / floor | cold / floor | cold / core | published / warm | published / cold |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results["turn_cost"]:
         lines.append(
             f"| {row['messages']:,} | {row['state_bytes']:,} | {_fmt(row['floor_ms'])} | {_fmt(row['ours_warm_ms'])} "
             f"| {_fmt(row['ours_cold_ms'])} | {_fmt(row['core_alone_ms'])} | {_fmt(row['published_ms'])} "
             f"| {_times(row['ours_warm_over_floor'])} | {_times(row['ours_cold_over_floor'])} "
-            f"| {_times(row['published_over_ours_warm'])} | {_times(row['published_over_ours_cold'])} |"
+            f"| {_ratio_text(row['ours_cold_over_core'])} | {_times(row['published_over_ours_warm'])} "
+            f"| {_times(row['published_over_ours_cold'])} |"
         )
     lines += [
         "",
@@ -232,6 +245,8 @@ def table(results: dict[str, Any]) -> str:
         met = {True: "yes", False: "**no**", None: "n/a"}[target["met"]]
         issue = "yes" if target["from_issue"] else "stricter"
         lines.append(f"| {target['target']} | {target['rule']} | {_fmt(target['value'])} | {met} | {issue} |")
+    if results.get("parts"):
+        lines += ["", parts_table(results["parts"])]
     if results["published_status"] != "measured":
         lines += ["", f"Published host: {results['published_status']}"]
     return "\n".join(lines)
@@ -280,7 +295,8 @@ def write_plot(results: dict[str, Any], path: Path) -> None:
 
 
 # Section 1 measured the same way (CPU time, interleaved with the floor, same machine) on the same code without
-# the state cache (`agent_host/_state_cache.py`), record reuse in reconciliation and the quick message check.
+# the state cache (`agent_host/_conversation/state_cache.py`), record reuse in reconciliation and the quick message
+# check.
 BEFORE = {"ms": {20: 2.14, 200: 9.57, 2000: 70.29}, "over_floor": {20: 9.5, 200: 6.6, 2000: 10.0}}
 
 
@@ -346,6 +362,27 @@ def analysis(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# The benchmarks with their own command: what each measures, its module, and the page holding its figures.
+OTHER_BENCHMARKS = (
+    ("retention budget: state, transcript and receipt bytes per turn", "retention_budget", "retention.md"),
+    (
+        "an orchestration episode on the local host, against the SDK's replay",
+        "orchestration_cost",
+        "orchestrations-local-host.md",
+    ),
+    ("agent steps in an orchestration, against a waited HTTP turn", "orchestration_agents", "orchestrations.md"),
+    ("a hosted workflow, against the same workflow in process", "workflow_cost", "workflows.md"),
+    ("streamed turns: first delta, storage writes, host cost", "streaming_cost", "streaming.md"),
+    ("turns a second by conversations, and idle expiry's cost", "capacity", "scaling.md"),
+)
+
+
+def other_benchmarks() -> str:
+    """The table of the benchmarks with their own command, for the docs page."""
+    rows = [f"| {what} | `python -m bench.{module}` | [{page}]({page}) |" for what, module, page in OTHER_BENCHMARKS]
+    return "\n".join(["| benchmark | command | figures |", "|---|---|---|", *rows])
+
+
 def write_docs(results: dict[str, Any], path: Path, plot: Path) -> None:
     """The docs page: how to run, the machine and versions, the tables, the plot and how it was measured."""
     info = results["machine"]
@@ -362,6 +399,11 @@ encode of the conversation state) and next to the host most people use today, Mi
 ```
 
 Results: `bench/results/latest.json`; this page and `docs/benchmarks.png` are rewritten by every full run.
+`python -m bench --parts` measures only what each part of the state cache buys (the last table below).
+
+The other benchmarks each have their own command and report their figures on the page of their feature:
+
+{other_benchmarks()}
 
 ## Latest results
 
@@ -392,7 +434,7 @@ Measured {results["generated_at"]} on {info["cpu"]} ({info["cores"]} cores, {inf
 - **Cold and warm.** *Cold*: the process has never seen the state string (every cache cleared), as after a
   restart or when another worker wrote the state. *Warm*: the state string handed in is the one this process
   wrote last, the usual case for a worker that keeps serving a conversation; agent-host then reuses the decoded
-  state, the messages built from it and their JSON (`agent_host/_state_cache.py`). The published host keeps
+  state, the messages built from it and their JSON (`agent_host/_conversation/state_cache.py`). The published host keeps
   nothing between operations, so it has one figure.
 - **CPU time, interleaved.** Each figure is the median over the repeats of the CPU time of the whole process
   (`time.process_time`, every thread), after a warm-up and a garbage collection: the machines are shared, and
