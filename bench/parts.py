@@ -103,6 +103,10 @@ def parts_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "What each part of the state cache buys (turn cost with the part off / with everything on; median CPU time)",
         "",
+        "On a shared machine a ratio between about 0.85x and 1.15x is within the noise of one run: a part that only",
+        "acts on a cold turn (the stored transcript text) cannot change a warm one. Rerun `python -m bench --parts`",
+        "to compare runs.",
+        "",
         header,
         "|---|" + "---:|" * (2 * len(sizes)),
     ]
