@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .feature_figures import feature_sections
 from .parts import parts_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -434,6 +435,10 @@ Measured {results["generated_at"]} on {info["cpu"]} ({info["cores"]} cores, {inf
 ## What the numbers say
 
 {analysis(results)}
+
+## Orchestrations, workflows, streaming and capacity
+
+{feature_sections()}
 
 ## How it is measured
 
