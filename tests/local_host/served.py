@@ -30,13 +30,23 @@ def free_port() -> int:
 class ServedProcess:
     """Runs `command` (a local host printing "Listening on") with its output in a file per start."""
 
-    def __init__(self, workdir: Path, command: list[str], env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        command: list[str],
+        env: dict[str, str],
+        *,
+        app_dir: Path = ROOT / "tests",
+        request_timeout: float = 30,
+    ) -> None:
+        """`app_dir` goes on the child's PYTHONPATH so `command` can import its test app from there."""
         self.workdir = workdir
         self.state_dir = workdir / "state"
         self.port = free_port()
         self.command = [part.format(port=self.port, state=self.state_dir) for part in command]
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI", "AGENT_HOST"))}
-        self.env.update(env, PYTHONPATH=child_pythonpath(ROOT, ROOT / "tests"))
+        self.env.update(env, PYTHONPATH=child_pythonpath(ROOT, app_dir))
+        self.request_timeout = request_timeout
         self.process: subprocess.Popen[bytes] | None = None
         self.logs: list[Path] = []
 
@@ -71,7 +81,7 @@ class ServedProcess:
                 self.process.wait(10)
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.request_timeout)
         try:
             data = None if body is None else json.dumps(body).encode()
             connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
@@ -105,15 +115,15 @@ class ServedProcess:
             store.close()
 
 
-def serve_command() -> list[str]:
-    """`python -m agent_host serve` on the orchestration test app."""
+def serve_command(app: str = "local_host.served_orchestrations:app") -> list[str]:
+    """`python -m agent_host serve` on a test app, the orchestration one unless `app` names another."""
     return [
         sys.executable,
         "-m",
         "agent_host",
         "serve",
         "--app",
-        "local_host.served_orchestrations:app",
+        app,
         "--port",
         "{port}",
         "--state-dir",

@@ -7,13 +7,8 @@ this code cannot read is refused with a clear error and left byte for byte as it
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
-import os
-import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -41,7 +36,8 @@ from agent_framework import (
 from batches import EntityDriver
 from clocks import ManualClock
 from conftest import ScriptedChatClient, build_app, entity_function, make_agent
-from hosting import RunningHost, child_pythonpath
+from hosting import RunningHost
+from local_host.served import ServedProcess, serve_command
 from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to
 
 from agent_host import HostSettings, OfflineChatClient
@@ -57,12 +53,6 @@ BASE = "/api/agents/assistant/conversations"
 ENTITY = "conversation_assistant"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def history_of(running: RunningHost, conversation: str) -> list[tuple[str, str]]:
     reply = running.request("GET", f"{BASE}/{conversation}/messages?includeExcluded=true")
     assert reply.status == 200, reply.body
@@ -72,60 +62,15 @@ def history_of(running: RunningHost, conversation: str) -> list[tuple[str, str]]
 # -- the host process is killed in the middle of turns and restarted -------------------------------------------------
 
 
-class ServedHost:
-    """`python -m agent_host serve --app slow_app:app` in a subprocess, its output going to a file."""
+class ServedHost(ServedProcess):
+    """`python -m agent_host serve --app slow_app:app` in a subprocess, its model logging calls to `call_log`.
 
-    def __init__(self, workdir: Path, state_dir: Path, call_log: Path) -> None:
-        self.workdir = workdir
-        self.state_dir = state_dir
-        self.port = free_port()
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI", "AGENT_HOST"))}
-        self.env.update(
-            {
-                "PYTHONPATH": child_pythonpath(ROOT, HERE),
-                CALL_LOG_VARIABLE: str(call_log),
-                DELAY_VARIABLE: "0.2",
-            }
-        )
-        self.process: subprocess.Popen[bytes] | None = None
-        self.starts = 0
+    The slow app lives next to this file, so that directory (not `tests/`) goes on the child's PYTHONPATH.
+    """
 
-    def start(self) -> None:
-        self.starts += 1
-        output = self.workdir / f"serve-{self.starts}.log"
-        command = [sys.executable, "-m", "agent_host", "serve", "--app", "slow_app:app"]
-        command += ["--port", str(self.port), "--state-dir", str(self.state_dir), "--log-level", "WARNING"]
-        with output.open("wb") as sink:
-            self.process = subprocess.Popen(command, cwd=self.workdir, env=self.env, stdout=sink, stderr=sink)
-        deadline = time.monotonic() + 60
-        while "Listening on" not in output.read_text(errors="replace"):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the host did not start:\n{output.read_text(errors='replace')}")
-            time.sleep(0.02)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()  # SIGKILL: no graceful stop, no chance to commit what is running
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-
-    def request(self, method: str, path: str, body: Any = None, timeout: float = 10) -> tuple[int, Any]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            data = None if body is None else json.dumps(body).encode()
-            connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
-            response = connection.getresponse()
-            return response.status, json.loads(response.read() or b"null")
-        finally:
-            connection.close()
+    def __init__(self, workdir: Path, call_log: Path) -> None:
+        env = {CALL_LOG_VARIABLE: str(call_log), DELAY_VARIABLE: "0.2"}
+        super().__init__(workdir, serve_command("slow_app:app"), env, app_dir=HERE, request_timeout=10)
 
 
 @dataclass
@@ -176,7 +121,7 @@ def read_calls(call_log: Path) -> list[str]:
 
 def test_killed_host_answers_every_acknowledged_turn_exactly_once_after_restart(tmp_path: Path) -> None:
     call_log = tmp_path / "calls.jsonl"
-    host = ServedHost(tmp_path, tmp_path / "state", call_log)
+    host = ServedHost(tmp_path, call_log)
     senders = [Sender(host, f"k{number}", turns=8, spacing=0.1) for number in range(6)]
     threads = [threading.Thread(target=sender.run) for sender in senders]
     try:

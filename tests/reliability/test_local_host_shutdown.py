@@ -23,7 +23,7 @@ def served(tmp_path: Path, batch_size: int) -> tuple[ServedHost, Path]:
     host_json = {"version": "2.0", "extensions": {"durableTask": {"maxEntityOperationBatchSize": batch_size}}}
     (tmp_path / "host.json").write_text(json.dumps(host_json), encoding="utf-8")
     call_log = tmp_path / "calls.jsonl"
-    host = ServedHost(tmp_path, tmp_path / "state", call_log)
+    host = ServedHost(tmp_path, call_log)
     host.env[DELAY_VARIABLE] = str(MODEL_SECONDS)
     return host, call_log
 
