@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).resolve().parent)]
 
 from backing_services import running_azurite, running_redis  # noqa: E402
+from threaded import in_threads  # noqa: E402
 
 from agent_host._streaming.azure_table_store import AzureTableStreamStore  # noqa: E402
 from agent_host._streaming.channel import MESSAGE_DELTA, StreamEvent, TurnStreamStore  # noqa: E402
@@ -98,27 +99,9 @@ def time_wake_ups(store: TurnStreamStore, streams: int, rounds: int, interval: f
                 await store.append(key, [delta(event_id)])
             await asyncio.sleep(interval)
 
-    run_in_threads(lambda: asyncio.run(read_all()), lambda: asyncio.run(write_all()))
+    in_threads(lambda: asyncio.run(read_all()), lambda: asyncio.run(write_all()))
     asyncio.run(store.delete(keys))
     return percentiles([received_at[key] - appended_at[key] for key in appended_at])
-
-
-def run_in_threads(*work: Callable[[], None]) -> None:
-    failures: list[BaseException] = []
-
-    def guarded(target: Callable[[], None]) -> None:
-        try:
-            target()
-        except BaseException as exc:
-            failures.append(exc)
-
-    threads = [threading.Thread(target=guarded, args=(target,)) for target in work]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise failures[0]
 
 
 @contextlib.contextmanager

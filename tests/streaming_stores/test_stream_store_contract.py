@@ -8,7 +8,6 @@ including reads racing appends.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -18,6 +17,7 @@ from agent_host._streaming.channel import MESSAGE_DELTA, TURN_COMPLETED, TURN_ST
 from agent_host._streaming.waiting import wait_for_events
 
 from .conftest import StoreFactory
+from .threaded import in_threads as run_in_threads
 
 T = TypeVar("T")
 
@@ -37,21 +37,7 @@ def texts(events: list[StreamEvent]) -> list[tuple[int, str]]:
 
 def in_threads(*work: Callable[[], None]) -> None:
     """Run each callable in its own thread (each with its own event loop); re-raise the first failure."""
-    failures: list[BaseException] = []
-
-    def guarded(target: Callable[[], None]) -> None:
-        try:
-            target()
-        except BaseException as exc:
-            failures.append(exc)
-
-    threads = [threading.Thread(target=guarded, args=(target,)) for target in work]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    if failures:
-        raise failures[0]
+    run_in_threads(*work, timeout=120)
 
 
 def test_events_come_back_in_order_with_their_names_and_data(store: TurnStreamStore, stream: str) -> None:
