@@ -14,8 +14,6 @@ Azure Storage provider's 45 KB blob offload of larger states); docs/scaling.md s
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 import time
@@ -32,6 +30,7 @@ from agent_host._local_host import LocalHost
 
 from .report import machine
 from .served import ServedApp, waited_turn
+from .standalone import quick_parser, write_results
 from .workload import percentile
 
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "capacity.json"
@@ -162,9 +161,12 @@ def table(figures: list[LoadFigures]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure, print the table, write the JSON results."""
-    parser = argparse.ArgumentParser(prog="python -m bench.capacity", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny loads, one run each: shows that it works")
-    parser.add_argument("--output", type=Path, default=RESULTS_FILE, help=f"results JSON (default {RESULTS_FILE})")
+    parser = quick_parser(
+        "python -m bench.capacity",
+        __doc__.splitlines()[0],
+        "tiny loads, one run each: shows that it works",
+        RESULTS_FILE,
+    )
     arguments = parser.parse_args(argv)
     figures = measure(QUICK if arguments.quick else FULL)
     print(table(figures))
@@ -174,9 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         "median_of": (QUICK if arguments.quick else FULL).repeats,
         "loads": [asdict(row) for row in figures],
     }
-    arguments.output.parent.mkdir(parents=True, exist_ok=True)
-    arguments.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {arguments.output}", file=sys.stderr)
+    write_results(arguments.output, results)
     return 0
 
 

@@ -14,12 +14,10 @@ The published host cannot run orchestrations without the Functions host, so ther
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -35,6 +33,7 @@ from agent_host import AgentFunctionApp, HostSettings
 from .http_latency import scripted_turn
 from .report import machine
 from .served import ServedApp, timed_post
+from .standalone import quick_parser, write_results
 from .workload import AGENT_INSTRUCTIONS, AGENT_NAME, ZeroLatencyChatClient, reply_to, user_message
 
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "orchestration_agents.json"
@@ -225,16 +224,17 @@ def table(figures: OrchestrationFigures) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure, print the table, write the JSON results."""
-    parser = argparse.ArgumentParser(prog="python -m bench.orchestration_agents", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="short chains, one run each: shows that it works")
-    parser.add_argument("--output", type=Path, default=RESULTS_FILE, help=f"results JSON (default {RESULTS_FILE})")
+    parser = quick_parser(
+        "python -m bench.orchestration_agents",
+        __doc__.splitlines()[0],
+        "short chains, one run each: shows that it works",
+        RESULTS_FILE,
+    )
     arguments = parser.parse_args(argv)
     figures = measure(QUICK if arguments.quick else FULL)
     print(table(figures))
     results = {"quick": arguments.quick, "machine": machine(), **figures.as_dict()}
-    arguments.output.parent.mkdir(parents=True, exist_ok=True)
-    arguments.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {arguments.output}", file=sys.stderr)
+    write_results(arguments.output, results)
     return 0
 
 

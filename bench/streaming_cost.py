@@ -40,6 +40,7 @@ from agent_host import AgentFunctionApp, HostSettings, StreamEvent
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 from .served import ServedApp, posted
+from .standalone import write_results
 from .workload import percentile
 
 AGENT = "bench"
@@ -289,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         "cost": asdict(cost),
     }
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+        write_results(args.json, figures)
     return 0
 
 

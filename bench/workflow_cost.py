@@ -10,7 +10,6 @@ orchestrator replays a longer history every superstep). Standalone: it prints a 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -33,6 +32,7 @@ from agent_host import AgentFunctionApp, HostSettings
 from agent_host._event_loop import AgentEventLoop
 
 from .served import ServedApp, timed_post
+from .standalone import write_results
 from .workload import ZeroLatencyChatClient
 
 _LOOP = AgentEventLoop()
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{per_step} {row.hosted_over_in_process:6.1f}"
         )
     if args.output is not None:
-        args.output.write_text(json.dumps([asdict(row) for row in rows], indent=2) + "\n", encoding="utf-8")
+        write_results(args.output, [asdict(row) for row in rows])
     return 0
 
 
