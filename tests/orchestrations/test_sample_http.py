@@ -6,19 +6,12 @@ and check each against its `# @expect` line; the httpyac run changes only the fi
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 from demo_replay import parse_http_file, replay_demo
 from hosting import RunningHost
-from sample_host import FUNCTION_KEY, HTTP_FILE, ROOT, load_module, sample_host
-
-# The pinned httpyac CLI (installed from .tools/httpyac's lockfile when missing), and the runner and checks that
-# demo.http's httpyac test uses: one place says how httpyac is installed, run and judged.
-_demo_httpyac = load_module(ROOT / "tests" / "e2e" / "test_demo_http_httpyac.py", "demo_http_httpyac")
-httpyac = _demo_httpyac.httpyac
-HOST_LINE = re.compile(r"^@host = .*$", re.MULTILINE)
+from httpyac_client import httpyac, send_http_file
+from sample_host import FUNCTION_KEY, HTTP_FILE, sample_host
 
 __all__ = ["httpyac", "sample_host"]
 
@@ -41,25 +34,12 @@ def test_our_replayer_sends_every_request_of_the_sample_http_file_and_each_meets
 def test_httpyac_sends_every_request_of_the_sample_http_file_and_each_meets_its_expectation(
     sample_host: RunningHost, tmp_path: Path, httpyac: list[str]
 ) -> None:
-    text = HTTP_FILE.read_text(encoding="utf-8")
-    _, requests = parse_http_file(HTTP_FILE)
     assert sample_host.host is not None
-    copy = tmp_path / "client" / HTTP_FILE.name
-    copy.parent.mkdir()
-    # httpyac lets a file's own @host win over --var, so the copy differs in that one line only.
-    copy.write_text(HOST_LINE.sub(f"@host = {sample_host.host.base_url}", text, count=1), encoding="utf-8")
 
-    exit_code, stderr, sent = _demo_httpyac.run_httpyac(httpyac, copy)
+    run = send_http_file(httpyac, HTTP_FILE, sample_host.host.base_url, tmp_path / "client")
 
-    changed = [old for old, new in zip(text.splitlines(), copy.read_text().splitlines(), strict=True) if old != new]
-    named: dict[str, Any] = {request.name: item for request, item in zip(requests, sent, strict=True) if request.name}
-    problems = [
-        problem
-        for request, item in zip(requests, sent, strict=True)
-        for problem in _demo_httpyac.problems_with(request, item, named)
-    ]
-    assert changed == ["@host = http://127.0.0.1:7071"]
-    assert len(sent) == len(requests) == 15
-    assert problems == []
-    assert exit_code == 0, stderr
-    assert f"runs all {len(requests)} requests with it" in text  # the header's claim
+    assert run.changed == ["@host = http://127.0.0.1:7071"]
+    assert len(run.sent) == len(run.requests) == 15
+    assert run.problems == []
+    assert run.exit_code == 0, run.stderr
+    assert f"runs all {len(run.requests)} requests with it" in run.text  # the header's claim

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from demo_replay import ROOT, parse_http_file, replay_demo
-from e2e.test_demo_http_httpyac import HOST_LINE, httpyac, problems_with, run_httpyac
 from hosting import RunningHost
+from httpyac_client import httpyac, send_http_file
 
 SAMPLE = ROOT / "samples" / "workflows"
 HTTP_FILE = SAMPLE / "workflows.http"
@@ -44,21 +44,14 @@ def test_every_request_of_the_sample_http_file_works_against_the_local_host(tmp_
 def test_httpyac_sends_every_request_of_the_sample_http_file_unchanged(
     tmp_path: Path, monkeypatch: Any, httpyac: list[str]
 ) -> None:
-    text = HTTP_FILE.read_text(encoding="utf-8")
-    _, requests = parse_http_file(HTTP_FILE)
     running = sample_host(tmp_path / "state", monkeypatch)
     assert running.host is not None
-    copy = tmp_path / "client" / "workflows.http"
-    copy.parent.mkdir()
-    copy.write_text(HOST_LINE.sub(f"@host = {running.host.base_url}", text, count=1), encoding="utf-8")
     try:
-        exit_code, stderr, sent = run_httpyac(httpyac, copy)
+        run = send_http_file(httpyac, HTTP_FILE, running.host.base_url, tmp_path / "client")
     finally:
         running.stop()
         sys.modules.pop("function_app", None)
 
-    named = {request.name: item for request, item in zip(requests, sent, strict=True) if request.name}
-    found = [problem for pair in zip(requests, sent, strict=True) for problem in problems_with(*pair, named)]
-    assert len(sent) == len(requests)
-    assert found == []
-    assert exit_code == 0, stderr
+    assert len(run.sent) == len(run.requests)
+    assert run.problems == []
+    assert run.exit_code == 0, run.stderr
