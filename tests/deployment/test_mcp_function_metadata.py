@@ -72,28 +72,37 @@ def tool_functions(indexed: IndexedApp) -> dict[str, FunctionMetadata]:
     return {f.name: f for f in indexed.functions if f.trigger["type"] == "mcpToolTrigger"}
 
 
-def test_each_agent_tool_is_one_function_with_a_durable_client_and_the_tool_trigger() -> None:
-    indexed = mcp_app()
+def tool_properties(function: FunctionMetadata, tool_name: str, description: str) -> list[dict[str, typing.Any]]:
+    """Assert the layout every tool function shares (the trigger, a durable client, no $return); its properties.
 
-    functions = tool_functions(indexed)
-
-    assert sorted(functions) == ["mcptool_billing-v2", "mcptool_digest", "mcptool_ship", "mcptool_support"]
-    support = functions["mcptool_support"]
-    trigger = dict(support.trigger)
+    Agent tools and workflow tools are published the same way and differ only in name, description and properties.
+    """
+    trigger = dict(function.trigger)
     properties = json.loads(trigger.pop("toolProperties"))
     assert trigger == {
         "direction": "IN",
         "dataType": "UNDEFINED",
         "type": "mcpToolTrigger",
         "name": "context",
-        "toolName": "Support",
-        "description": "Answers support questions.",
+        "toolName": tool_name,
+        "description": description,
         "useResultSchema": True,
     }
-    assert [p["propertyName"] for p in properties] == ["query", "sessionId", "idempotencyKey"]
     assert all(set(p) == {"propertyName", "propertyType", "description", "isRequired", "isArray"} for p in properties)
-    assert support.bindings_of_type("durableClient") == [{"direction": "IN", "type": "durableClient", "name": "client"}]
-    assert len(support.bindings) == 2  # no $return: the trigger takes the return value itself
+    client = {"direction": "IN", "type": "durableClient", "name": "client"}
+    assert function.bindings_of_type("durableClient") == [client]
+    assert len(function.bindings) == 2  # no $return: the trigger takes the return value itself
+    return properties
+
+
+def test_each_agent_tool_is_one_function_with_a_durable_client_and_the_tool_trigger() -> None:
+    indexed = mcp_app()
+
+    functions = tool_functions(indexed)
+
+    assert sorted(functions) == ["mcptool_billing-v2", "mcptool_digest", "mcptool_ship", "mcptool_support"]
+    properties = tool_properties(functions["mcptool_support"], "Support", "Answers support questions.")
+    assert [p["propertyName"] for p in properties] == ["query", "sessionId", "idempotencyKey"]
 
 
 def test_the_tool_keeps_the_published_hosts_name_and_properties() -> None:
@@ -111,18 +120,7 @@ def test_the_tool_keeps_the_published_hosts_name_and_properties() -> None:
 def test_each_workflow_tool_is_one_function_with_a_durable_client_and_the_tool_trigger() -> None:
     functions = tool_functions(mcp_app())
 
-    digest = functions["mcptool_digest"]
-    trigger = dict(digest.trigger)
-    properties = json.loads(trigger.pop("toolProperties"))
-    assert trigger == {
-        "direction": "IN",
-        "dataType": "UNDEFINED",
-        "type": "mcpToolTrigger",
-        "name": "context",
-        "toolName": "Digest",
-        "description": "Digests text.",
-        "useResultSchema": True,
-    }
+    properties = tool_properties(functions["mcptool_digest"], "Digest", "Digests text.")
     assert [(p["propertyName"], p["propertyType"], p["isRequired"], p["isArray"]) for p in properties] == [
         ("input", "string", False, False),
         ("runId", "string", False, False),
@@ -130,9 +128,6 @@ def test_each_workflow_tool_is_one_function_with_a_durable_client_and_the_tool_t
         ("response", "string", False, False),
         ("idempotencyKey", "string", False, False),
     ]
-    assert all(set(p) == {"propertyName", "propertyType", "description", "isRequired", "isArray"} for p in properties)
-    assert digest.bindings_of_type("durableClient") == [{"direction": "IN", "type": "durableClient", "name": "client"}]
-    assert len(digest.bindings) == 2
 
 
 def test_a_workflow_tools_input_follows_its_start_executors_input_type() -> None:
