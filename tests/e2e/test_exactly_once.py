@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ScriptedChatClient, build_app, default_reply, make_agent
@@ -20,6 +21,19 @@ BASE = "/api/agents/assistant/conversations"
 def history(running: RunningHost, conversation: str) -> list[str]:
     reply = running.request("GET", f"{BASE}/{conversation}/messages")
     return [m["text"] for m in reply.json()["messages"]]
+
+
+def slow_host(
+    state_dir: Path, seconds: float, settings: HostSettings | None = None
+) -> tuple[RunningHost, ScriptedChatClient]:
+    """A host whose scripted model takes `seconds` a call, so a retry can arrive while the first turn still runs."""
+
+    def slow(messages: Any, options: Any) -> Any:
+        time.sleep(seconds)
+        return default_reply(messages, len(client.calls))
+
+    client = ScriptedChatClient(slow)
+    return RunningHost(lambda: build_app(make_agent(client), settings=settings), state_dir), client
 
 
 def test_duplicate_delivery_of_the_same_signal_runs_the_model_once(scripted_host) -> None:
@@ -71,12 +85,8 @@ def test_idempotency_key_retry_returns_the_same_turn_without_a_second_model_call
 
 
 def test_idempotency_key_retry_while_the_first_is_still_running_gets_the_first_turn(tmp_path: Path) -> None:
-    def slow(messages, options):
-        time.sleep(0.5)  # the retry arrives while this turn is still running, before any record exists
-        return default_reply(messages, len(client.calls))
-
-    client = ScriptedChatClient(slow)
-    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    # The retry arrives while this turn is still running, before any record exists.
+    running, client = slow_host(tmp_path, 0.5)
     key = {"Idempotency-Key": "queued-1"}
     try:
         first = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
@@ -187,13 +197,8 @@ def test_run_route_without_a_session_starts_a_new_conversation(offline: RunningH
 
 def test_forty_concurrent_retries_of_one_key_run_the_model_once_and_report_one_turn(tmp_path: Path) -> None:
     # Failure 15: with 5 turn records, 39 retries used to write alias records that pushed the original out.
-    def slow(messages, options):
-        time.sleep(0.4)  # every retry arrives while the first run is still going
-        return default_reply(messages, len(client.calls))
-
-    client = ScriptedChatClient(slow)
-    settings = HostSettings(max_turn_records=5)
-    running = RunningHost(lambda: build_app(make_agent(client), settings=settings), tmp_path)
+    # Every retry arrives while the first run is still going.
+    running, client = slow_host(tmp_path, 0.4, HostSettings(max_turn_records=5))
     key = {"Idempotency-Key": "one-booking"}
     try:
         with ThreadPoolExecutor(max_workers=40) as pool:
@@ -218,12 +223,7 @@ def test_forty_concurrent_retries_of_one_key_run_the_model_once_and_report_one_t
 
 
 def test_a_retry_answered_202_reads_the_original_turn_at_its_own_location(tmp_path: Path) -> None:
-    def slow(messages, options):
-        time.sleep(0.4)
-        return default_reply(messages, len(client.calls))
-
-    client = ScriptedChatClient(slow)
-    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    running, client = slow_host(tmp_path, 0.4)
     key = {"Idempotency-Key": "later-read"}
     try:
         first = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
