@@ -23,7 +23,7 @@ from azure.data.tables.aio import TableClient
 
 from . import table_rows
 from .channel import StreamEvent
-from .client_loop import ClientLoop, ClientLoopClosedError
+from .client_loop import ClientLoop, ClientLoopClosedError, ClientLoopStore
 from .event_codec import check_append, check_read
 from .host_storage import HostStorageConnection
 from .store_errors import StreamStoreUnavailableError
@@ -68,7 +68,7 @@ class _Known:
     etag: str | None
 
 
-class AzureTableStreamStore:
+class AzureTableStreamStore(ClientLoopStore):
     """Turn streams in an Azure Table (one partition per stream), created on first use.
 
     Every method raises `StreamStoreUnavailableError` when the service cannot be reached or refuses.
@@ -134,22 +134,12 @@ class AzureTableStreamStore:
         if partitions:
             await self._run(f"delete {len(partitions)} stream(s)", self._delete(partitions))
 
-    async def aclose(self) -> None:
-        """Close the client and the store's loop; later calls raise `StreamStoreUnavailableError`."""
-        await asyncio.to_thread(self.close)
-
-    def close(self) -> None:
-        """Close the client and the store's loop (from any thread but the store's own)."""
-
-        async def close_client() -> None:
-            client, self._client = self._client, None
-            if client is not None:
-                credential = client.credential if self.connection.connection_string is None else None
-                await client.close()
-                if credential is not None and hasattr(credential, "close"):
-                    await credential.close()
-
-        self._loop.close(close_client)
+    async def close_client(self, client: TableClient) -> None:
+        """Close the table client and, when the store made it, the credential it was given."""
+        credential = client.credential if self.connection.connection_string is None else None
+        await client.close()
+        if credential is not None and hasattr(credential, "close"):
+            await credential.close()
 
     # The coroutines below run on the store's own loop.
 

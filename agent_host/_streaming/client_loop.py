@@ -98,3 +98,33 @@ class ClientLoop:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
             loop.close()
+
+
+class ClientLoopStore:
+    """What every store whose network client lives on a `ClientLoop` does alike: close that client there, then the loop.
+
+    The Azure Table and Redis stores each close their client differently (`close_client`) but must both take it out of
+    the store first, on the store's own loop, so no later call reuses a closed client; written once here.
+    Subclasses set `_loop` and `_client` in `__init__`.
+    """
+
+    _loop: ClientLoop
+    _client: Any
+
+    async def close_client(self, client: Any) -> None:
+        """Close this store's client, on the store's loop; each store knows how its client closes."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the client and the store's loop; later calls raise `StreamStoreUnavailableError`."""
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        """Close the client and the store's loop (from any thread but the store's own)."""
+
+        async def finish() -> None:
+            client, self._client = self._client, None
+            if client is not None:
+                await self.close_client(client)
+
+        self._loop.close(finish)

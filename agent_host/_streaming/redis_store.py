@@ -9,14 +9,13 @@ deployed app: install it where you choose this store). Knows nothing about entit
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from .channel import StreamEvent
-from .client_loop import ClientLoop, ClientLoopClosedError
+from .client_loop import ClientLoop, ClientLoopClosedError, ClientLoopStore
 from .event_codec import check_append, check_read, decode_data, encode_data
 from .store_errors import StreamStoreUnavailableError
 
@@ -55,7 +54,7 @@ return added
 """
 
 
-class RedisStreamStore:
+class RedisStreamStore(ClientLoopStore):
     """Turn streams as Redis Streams under `key_prefix`, each expiring `ttl_seconds` after its last append.
 
     Every method raises `StreamStoreUnavailableError` when Redis cannot be reached or refuses.
@@ -194,19 +193,9 @@ class RedisStreamStore:
 
         return await self._run(f"wait on stream {stream!r}", read_blocking())
 
-    async def aclose(self) -> None:
-        """Close the client and the store's loop; later calls raise `StreamStoreUnavailableError`."""
-        await asyncio.to_thread(self.close)
-
-    def close(self) -> None:
-        """Close the client and the store's loop (from any thread but the store's own)."""
-
-        async def close_client() -> None:
-            client, self._client = self._client, None
-            if client is not None:
-                await client.aclose()
-
-        self._loop.close(close_client)
+    async def close_client(self, client: Any) -> None:
+        """Close the Redis client and its connection pool."""
+        await client.aclose()
 
 
 def _event_id(entry_id: bytes | str) -> int:
