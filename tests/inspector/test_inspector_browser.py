@@ -32,9 +32,12 @@ def host(tmp_path: Path) -> Iterator[RunningHost]:
 
 
 def wait(driver: Any, condition: Any, seconds: float = WAIT_SECONDS) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, seconds).until(condition)
+    # The page renders a panel again by replacing its elements (a run after it was answered): an element found a
+    # moment ago may be replaced before it is read, which means "not yet", as a missing element does.
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
 def by_id(driver: Any, element_id: str) -> Any:
@@ -255,9 +258,16 @@ def test_a_workflow_run_waiting_for_a_person_is_answered_from_its_form(driver: A
     screenshot(driver, "workflow-done")
 
     outputs = by_id(driver, "outputs").text
-    listed = [item.text for item in css(driver, "#run-list button.item")]
+    # The run list is loaded again after the run view: wait until it shows the run completed too.
+    listed = wait(driver, completed_run_list)
     assert '"published: ' in outputs
-    assert listed == [item for item in listed if run["runId"] in item] and "completed" in listed[0]
+    assert listed == [item for item in listed if run["runId"] in item]
+
+
+def completed_run_list(driver: Any) -> list[str] | None:
+    """The run list's texts once its first run reads completed; None before."""
+    listed = [item.text for item in css(driver, "#run-list button.item")]
+    return listed if listed and "completed" in listed[0] else None
 
 
 def test_behind_a_function_key_the_page_works_with_the_key_in_its_address(driver: Any, tmp_path: Path) -> None:
