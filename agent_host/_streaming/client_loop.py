@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -100,7 +101,7 @@ class ClientLoop:
             loop.close()
 
 
-class ClientLoopStore:
+class ClientLoopStore(ABC):
     """What every store whose network client lives on a `ClientLoop` does alike: close that client there, then the loop.
 
     The Azure Table and Redis stores each close their client differently (`close_client`) but must both take it out of
@@ -111,9 +112,9 @@ class ClientLoopStore:
     _loop: ClientLoop
     _client: Any
 
+    @abstractmethod
     async def close_client(self, client: Any) -> None:
         """Close this store's client, on the store's loop; each store knows how its client closes."""
-        raise NotImplementedError
 
     async def aclose(self) -> None:
         """Close the client and the store's loop; later calls raise `StreamStoreUnavailableError`."""
