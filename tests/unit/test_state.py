@@ -56,6 +56,34 @@ def test_state_that_breaks_the_schema_names_the_field() -> None:
         decode_state(json.dumps(state))
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("at", "soon"), ("at", None), ("at", 2.5), ("id", 7), ("role", None), ("text", ["hi"]), ("text", 3)],
+)
+def test_a_plain_text_record_with_one_mistyped_field_is_refused_naming_it(field: str, value: object) -> None:
+    state = new_state("assistant", "c1", RetentionSettings(), 1)
+    plain = {"id": "m1", "role": "user", "text": "hi", "at": 2}
+    state["messages"] = [plain, {**plain, "id": "m2", field: value}]
+
+    with pytest.raises(StateCorruptError, match=rf"'messages\.1\.{field}"):
+        decode_state(json.dumps(state))
+
+
+def test_a_receipt_may_name_any_transcript_message_and_one_naming_a_missing_message_is_refused() -> None:
+    state = new_state("assistant", "c1", RetentionSettings(), 1)
+    state["messages"] = [{"id": f"m{n}", "role": "user", "text": "hi", "at": n} for n in range(50)]
+    # The oldest and the newest message named: the check must not stop at the recent end of the transcript.
+    state["turns"] = {
+        "t1": {"status": "completed", "messages": ["m0"], "at": 1},
+        "t2": {"status": "completed", "messages": ["m49", "m25"], "at": 2},
+    }
+    assert decode_state(json.dumps(state))["turns"] == state["turns"]
+
+    state["turns"]["t3"] = {"status": "completed", "messages": ["m10", "gone"], "at": 3}
+    with pytest.raises(StateCorruptError, match=r"'turns\.t3\.messages': it names message 'gone', which"):
+        decode_state(json.dumps(state))
+
+
 _field_values = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3)
 _message_like = st.dictionaries(
     st.sampled_from(["id", "role", "text", "contents", "props", "author", "at", "extra"]),
