@@ -3,7 +3,8 @@
 Everything goes through the entity function with the host's JSON batch format, as the Functions host calls it.
 A turn is timed cold (the process has never seen the state string: caches cleared) and warm (the state string is
 the one this process wrote last, the usual case for a worker that keeps a conversation), beside the JSON floor of
-the same state string and core's own `agent.run` over the same messages.
+the same state string and core's own `agent.run` over the same messages, handed ready or restored from the JSON
+core itself persists a session as.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agent_framework import Agent, InMemoryHistoryProvider, SessionContext
+from agent_framework import Agent, AgentSession, InMemoryHistoryProvider, SessionContext
 from agent_framework._tools import _copy_messages_for_function_invocation
 
 from agent_host import AgentFunctionApp, HostSettings, RetentionSettings
@@ -79,6 +80,7 @@ class TurnCost:
     cold_ms: float
     warm_ms: float
     core_ms: float | None = None
+    core_restored_ms: float | None = None
     core_copies_ms: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -161,6 +163,7 @@ class EntityBench:
         }
         if with_core:
             cases["core"] = _core_run(snapshot.state, next_turn)
+            cases["core_restored"] = (_core_restored_run(snapshot.state, next_turn), None)
             cases["core_copies"] = _core_copies(snapshot.state)
         elsewhere = {"published": published.turn_ms, "published_floor": published.floor_ms} if published else {}
         medians = interleaved_medians(cases, repeats, elsewhere)
@@ -176,6 +179,7 @@ class EntityBench:
             cold_ms=medians["cold"],
             warm_ms=medians["warm"],
             core_ms=medians.get("core"),
+            core_restored_ms=medians.get("core_restored"),
             core_copies_ms=medians.get("core_copies"),
             extra={"published": {"turn_ms": medians["published"], "floor_ms": medians["published_floor"]}}
             if published
@@ -211,6 +215,28 @@ def _core_run(state: str, turn: int) -> tuple[Callable[[], Any], Callable[[], An
         _CORE_LOOP.run(agent.run(user_message(turn), session=session_box["session"]))
 
     return action, prepare
+
+
+def _core_restored_run(state: str, turn: int) -> Callable[[], Any]:
+    """Core's own cold turn: the session restored from the JSON core writes for it, then the same run as `_core_run`.
+
+    `AgentSession.to_dict()`/`from_dict()` is core's own way to keep a session between runs, so this is what a host
+    built on core's persistence alone pays for a conversation this process did not just write.
+    """
+    agent = Agent(
+        ZeroLatencyChatClient(), AGENT_INSTRUCTIONS, name=AGENT_NAME, context_providers=[InMemoryHistoryProvider()]
+    )
+    session = agent.create_session(session_id="core-reference")
+    session.state[InMemoryHistoryProvider.DEFAULT_SOURCE_ID] = {
+        "messages": [record_to_message(record, AGENT_NAME) for record in json.loads(state)["messages"]]
+    }
+    persisted = json.dumps(session.to_dict())
+
+    def action() -> None:
+        restored = AgentSession.from_dict(json.loads(persisted))
+        _CORE_LOOP.run(agent.run(user_message(turn), session=restored))
+
+    return action
 
 
 def _core_copies(state: str) -> tuple[Callable[[], Any], Callable[[], Any]]:

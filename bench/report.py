@@ -127,6 +127,7 @@ def turn_cost_rows(costs: list[Any], published: dict[str, Any] | None) -> list[d
                 "ours_cold_ms": cost.cold_ms,
                 "ours_warm_ms": cost.warm_ms,
                 "core_alone_ms": cost.core_ms,
+                "core_restored_ms": cost.core_restored_ms,
                 "core_copies_ms": cost.core_copies_ms,
                 "published_ms": other.get("turn_ms"),
                 "published_floor_ms": other.get("floor_ms"),
@@ -135,6 +136,8 @@ def turn_cost_rows(costs: list[Any], published: dict[str, Any] | None) -> list[d
                 "ours_warm_over_floor": _ratio(cost.warm_ms, cost.floor_ms),
                 "ours_cold_over_core": _ratio(cost.cold_ms, cost.core_ms),
                 "ours_warm_over_core": _ratio(cost.warm_ms, cost.core_ms),
+                "ours_cold_over_core_restored": _ratio(cost.cold_ms, cost.core_restored_ms),
+                "core_restored_over_core": _ratio(cost.core_restored_ms, cost.core_ms),
                 "core_alone_over_floor": _ratio(cost.core_ms, cost.floor_ms),
                 "core_copies_over_floor": _ratio(cost.core_copies_ms, cost.floor_ms),
                 "published_over_ours_cold": _ratio(other.get("turn_ms"), cost.cold_ms),
@@ -196,6 +199,22 @@ def table(results: dict[str, Any]) -> str:
             f"| {_times(row['ours_warm_over_floor'])} | {_times(row['ours_cold_over_floor'])} "
             f"| {_ratio_text(row['ours_cold_over_core'])} | {_times(row['published_over_ours_warm'])} "
             f"| {_times(row['published_over_ours_cold'])} |"
+        )
+    lines += [
+        "",
+        "Cold turns against core's own run (CPU ms per turn, median, same rounds): core handed ready messages, and "
+        "core restoring its session from the JSON it writes itself (`AgentSession.to_dict`/`from_dict`)",
+        "",
+        "| stored messages | ours warm | ours cold | core, ready | core, restored | warm / core | cold / core "
+        "| core restored / core | cold / core restored |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in results["turn_cost"]:
+        lines.append(
+            f"| {row['messages']:,} | {_fmt(row['ours_warm_ms'])} | {_fmt(row['ours_cold_ms'])} "
+            f"| {_fmt(row['core_alone_ms'])} | {_fmt(row['core_restored_ms'])} "
+            f"| {_ratio_text(row['ours_warm_over_core'])} | {_ratio_text(row['ours_cold_over_core'])} "
+            f"| {_ratio_text(row['core_restored_over_core'])} | {_ratio_text(row['ours_cold_over_core_restored'])} |"
         )
     lines += [
         "",
@@ -352,6 +371,15 @@ def analysis(results: dict[str, Any]) -> str:
             "attributes: work core's own run, handed ready messages, never does. Its encoding is nearly free "
             "(the transcript's stored text is written back), and the parts table below says what each remaining "
             f"part of the cache buys. Before this round (2026-11-29): {COLD_BEFORE}."
+        )
+    restored = [(size, row) for size, row in rows.items() if size >= 200 and row.get("core_restored_over_core")]
+    if restored:
+        own = ", ".join(f"{row['core_restored_over_core']:.2f}x at {size:,}" for size, row in restored)
+        ours = ", ".join(f"{row['ours_cold_over_core_restored']:.2f}x at {size:,}" for size, row in restored)
+        lines.append(
+            f"- Core's own cold turn, its session restored from the JSON core writes for it, costs {own} messages "
+            f"its run with ready messages: above the 1.5x goal before any host work. agent-host's cold turn, "
+            f"Functions batch format, receipts and retention included, costs {ours} core's own cold turn."
         )
     before = " / ".join(f"{ms:g} ms at {size:,}" for size, ms in BEFORE["ms"].items())
     now = " / ".join(

@@ -34,10 +34,18 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path, capsys) -> None:
             "ours_cold_ms",
             "ours_warm_ms",
             "core_alone_ms",
+            "core_restored_ms",
             "core_copies_ms",
         ):
             assert _is_figure(row[name]), (name, row[name])
-        for name in ("ours_cold_over_floor", "ours_warm_over_floor", "core_alone_over_floor", "core_copies_over_floor"):
+        for name in (
+            "ours_cold_over_floor",
+            "ours_warm_over_floor",
+            "core_alone_over_floor",
+            "core_copies_over_floor",
+            "core_restored_over_core",
+            "ours_cold_over_core_restored",
+        ):
             assert _is_figure(row[name]), (name, row[name])
         assert all(row[name] is None for name in PUBLISHED_ONLY | {"published_over_ours_warm"})
     for size in results["bytes_per_message"]["sizes"]:
@@ -59,4 +67,5 @@ def test_quick_benchmark_reports_every_figure(tmp_path: Path, capsys) -> None:
         assert all(_is_figure(ratio) for modes in row["parts"].values() for ratio in modes.values())
     printed = capsys.readouterr().out
     assert "Per-turn host cost" in printed and "Targets" in printed
+    assert "Cold turns against core's own run" in printed
     assert "What each part of the state cache buys" in printed
