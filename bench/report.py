@@ -317,7 +317,7 @@ def write_plot(results: dict[str, Any], path: Path) -> None:
 # Section 1 measured the same way (CPU time, interleaved with the floor, same machine) on the same code without
 # the state cache (`agent_host/_conversation/state_cache.py`), record reuse in reconciliation and the quick message
 # check.
-BEFORE = {"ms": {20: 2.14, 200: 9.57, 2000: 70.29}, "over_floor": {20: 9.5, 200: 6.6, 2000: 10.0}}
+BEFORE = {"over_floor": {20: 9.5, 200: 6.6, 2000: 10.0}}
 # The cold turn before the state cache was split and the stored transcript text reused (commit d448f47).
 COLD_BEFORE = "6.02 ms cold / 3.03 ms core (2.0x) at 200 messages, 51.12 ms / 23.82 ms (2.1x) at 2,000"
 
@@ -381,15 +381,16 @@ def analysis(results: dict[str, Any]) -> str:
             f"its run with ready messages: above the 1.5x goal before any host work. agent-host's cold turn, "
             f"Functions batch format, receipts and retention included, costs {ours} core's own cold turn."
         )
-    before = " / ".join(f"{ms:g} ms at {size:,}" for size, ms in BEFORE["ms"].items())
+    before = " / ".join(f"{ratio:g}x at {size:,}" for size, ratio in BEFORE["over_floor"].items())
     now = " / ".join(
-        f"{rows[size]['ours_warm_ms']:.1f} ms warm, {rows[size]['ours_cold_ms']:.1f} ms cold at {size:,}"
-        for size in BEFORE["ms"]
+        f"{rows[size]['ours_warm_over_floor']:.1f}x warm, {rows[size]['ours_cold_over_floor']:.1f}x cold at {size:,}"
+        for size in BEFORE["over_floor"]
         if size in rows
     )
     lines.append(
-        f"- Before the state cache (the same code without it, measured the same way) a turn cost {before} "
-        f"messages; now {now}."
+        f"- Before the state cache (the same code without it, measured the same way in November on another machine: "
+        f"ratios to the floor carry between machines, milliseconds do not) a turn cost {before} messages the "
+        f"floor; now {now}."
     )
     sizes = results["bytes_per_message"]
     if sizes.get("state_ratio") is not None:
