@@ -192,24 +192,34 @@ class EntityBench:
         return entity_batch(ENTITY_NAME, KEY, state, [("run", request)])
 
 
+def _core_agent() -> Agent:
+    """The bench's agent as core alone runs it: the same client and instructions, history in core's own provider."""
+    return Agent(
+        ZeroLatencyChatClient(), AGENT_INSTRUCTIONS, name=AGENT_NAME, context_providers=[InMemoryHistoryProvider()]
+    )
+
+
+def _core_session(agent: Agent, records: list[dict[str, Any]]) -> AgentSession:
+    """A fresh core session whose in-memory history holds the stored records as core messages."""
+    session = agent.create_session(session_id="core-reference")
+    session.state[InMemoryHistoryProvider.DEFAULT_SOURCE_ID] = {
+        "messages": [record_to_message(record, AGENT_NAME) for record in records]
+    }
+    return session
+
+
 def _core_run(state: str, turn: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """Core's in-memory `agent.run` over the snapshot's messages with no host: the reference for our overhead.
 
     It runs on an event loop in a thread of its own, as any Functions host must run an agent (entity functions are
     synchronous; the published host does the same): on the calling thread the same run costs about a quarter less.
     """
-    agent = Agent(
-        ZeroLatencyChatClient(), AGENT_INSTRUCTIONS, name=AGENT_NAME, context_providers=[InMemoryHistoryProvider()]
-    )
+    agent = _core_agent()
     records = json.loads(state)["messages"]
-    session_box: dict[str, Any] = {}
+    session_box: dict[str, AgentSession] = {}
 
     def prepare() -> None:
-        session = agent.create_session(session_id="core-reference")
-        session.state[InMemoryHistoryProvider.DEFAULT_SOURCE_ID] = {
-            "messages": [record_to_message(record, AGENT_NAME) for record in records]
-        }
-        session_box["session"] = session
+        session_box["session"] = _core_session(agent, records)
 
     def action() -> None:
         _CORE_LOOP.run(agent.run(user_message(turn), session=session_box["session"]))
@@ -223,14 +233,8 @@ def _core_restored_run(state: str, turn: int) -> Callable[[], Any]:
     `AgentSession.to_dict()`/`from_dict()` is core's own way to keep a session between runs, so this is what a host
     built on core's persistence alone pays for a conversation this process did not just write.
     """
-    agent = Agent(
-        ZeroLatencyChatClient(), AGENT_INSTRUCTIONS, name=AGENT_NAME, context_providers=[InMemoryHistoryProvider()]
-    )
-    session = agent.create_session(session_id="core-reference")
-    session.state[InMemoryHistoryProvider.DEFAULT_SOURCE_ID] = {
-        "messages": [record_to_message(record, AGENT_NAME) for record in json.loads(state)["messages"]]
-    }
-    persisted = json.dumps(session.to_dict())
+    agent = _core_agent()
+    persisted = json.dumps(_core_session(agent, json.loads(state)["messages"]).to_dict())
 
     def action() -> None:
         restored = AgentSession.from_dict(json.loads(persisted))
