@@ -42,7 +42,7 @@ class ColdHost(RunningHost):
         assert self.host is not None
         orchestrators = self.host.durable_functions.orchestrators
         for key, function in list(orchestrators.items()):
-            orchestrators[key] = OrchestratorFunction(function.name, self._cold(function.name))
+            orchestrators[key] = OrchestratorFunction(function.name, self._cold(function.name), function.user_function)
         activities = self.host.durable_functions.activities
         for key, activity in list(activities.items()):
             activities[key] = ActivityFunction(activity.name, activity.parameter, self._cold(activity.name))
