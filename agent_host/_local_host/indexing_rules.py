@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
+import os
 import typing
 from collections.abc import Iterable
 from typing import Any
@@ -24,6 +25,8 @@ _INOUT_DIRECTION = 2
 _RETURN = "$return"
 _HTTP_TRIGGER = "httpTrigger"
 _HTTP_OUTPUT = "http"
+INIT_INDEXING_SETTING = "PYTHON_ENABLE_INIT_INDEXING"
+_TRUE = frozenset({"1", "true", "t", "yes", "y"})  # the worker's reading of a boolean setting
 
 
 class _GenericBinding:
@@ -77,6 +80,25 @@ def refuse_unindexable(functions: Iterable[func.Function]) -> None:
         reason = _refusal(function, streams)
         if reason is not None:
             raise worker_refusal(f"cannot load the {function.get_function_name()} function: {reason}", functions)
+
+
+def refuse_streams_without_init_indexing(functions: Iterable[func.Function]) -> None:
+    """Refuse an HTTP-streams app unless ``PYTHON_ENABLE_INIT_INDEXING`` is on.
+
+    The worker for Python 3.11 and 3.12 starts its HTTP-streams web server only when it indexes the app at startup;
+    without the setting it still treats the functions as streams, and every request waits for an answer that never
+    comes.
+
+    Raises:
+        ValueError: saying what to set and where.
+    """
+    if uses_http_streams(functions) and (os.environ.get(INIT_INDEXING_SETTING) or "").strip().lower() not in _TRUE:
+        raise ValueError(
+            f"This app serves HTTP streams (its HTTP functions take FastAPI's request), which needs the app setting "
+            f"{INIT_INDEXING_SETTING}=1: without it the Python worker (3.11, 3.12) never starts its HTTP-streams "
+            "server and every request waits forever. Set it in local.settings.json (func start and serve) and in the "
+            "Function App's settings on Azure, or build the app with http_streams=False."
+        )
 
 
 def uses_http_streams(functions: Iterable[func.Function]) -> bool:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from aiohttp import web
 
 from .http_replies import joined_headers
+from .indexing_rules import refuse_streams_without_init_indexing
 from .invocation_context import Invocation
 
 if TYPE_CHECKING:
@@ -175,8 +176,10 @@ def create_invoker(functions: Sequence[func.Function], *, requested: str | None,
         scratch_dir: A directory of the host's own, where the worker is started (it holds no app).
 
     Raises:
-        ValueError: an unknown mode, the worker asked for where it cannot run, or an app the worker refuses.
+        ValueError: an unknown mode, the worker asked for where it cannot run, an app the worker refuses, or an
+            HTTP-streams app without ``PYTHON_ENABLE_INIT_INDEXING``.
     """
+    refuse_streams_without_init_indexing(functions)
     choice = (requested if requested is not None else os.environ.get(INVOCATION_SETTING, "")).strip().lower()
     if choice not in ("", *(mode.value for mode in InvocationMode)):
         raise ValueError(

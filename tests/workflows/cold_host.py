@@ -35,7 +35,8 @@ class ColdHost(RunningHost):
 
     def __init__(self, app_factory: Callable[[], AgentFunctionApp], state_dir: Path) -> None:
         self.cold_starts = 0
-        super().__init__(app_factory, state_dir)
+        # Direct calls: the cold functions it swaps in are the app's own, which the worker would never see.
+        super().__init__(app_factory, state_dir, invocation="direct")
 
     def start(self) -> None:
         super().start()
