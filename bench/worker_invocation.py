@@ -24,8 +24,8 @@ import azure.functions as func
 from agent_framework import Agent
 
 from agent_host import AgentFunctionApp, HostSettings
-from agent_host._local_host.invocation import worker_unavailable_reason
 from agent_host._contract import RUN_OPERATION
+from agent_host._local_host.invocation import worker_unavailable_reason
 from agent_host._local_host.scheduler import entity_batch_json, signal_body
 
 from .served import ServedApp
