@@ -47,10 +47,6 @@ def classic_app() -> func.FunctionApp:
         }
         return func.HttpResponse(json.dumps(seen), mimetype="application/json")
 
-    @app.route(route="files/{folder}/{name?}")
-    def files(req: func.HttpRequest) -> func.HttpResponse:
-        return func.HttpResponse(json.dumps(dict(req.route_params)), mimetype="application/json")
-
     @app.route(route="cookies")
     def cookies(req: func.HttpRequest) -> func.HttpResponse:
         response = func.HttpResponse("set", headers={"Set-Cookie": "a=1; Path=/; HttpOnly"})
@@ -70,6 +66,22 @@ def streams_app() -> func.FunctionApp:
     @app.route(route="classic-response")
     async def classic_response(req: Request) -> JSONResponse:
         return func.HttpResponse("hello", status_code=201)  # type: ignore[return-value]
+
+    return app
+
+
+def optional_parameter_app() -> func.FunctionApp:
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+    @app.route(route="files/{folder}/{name?}")
+    def files(req: func.HttpRequest) -> func.HttpResponse:
+        return func.HttpResponse(json.dumps(dict(req.route_params)), mimetype="application/json")
+
+    return app
+
+
+def optional_parameter_streams_app() -> func.FunctionApp:
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
     @app.route(route="files/{name?}")
     async def files(req: Request) -> JSONResponse:
@@ -142,10 +154,14 @@ def test_without_a_traceparent_the_invocation_starts_a_trace(classic: RunningHos
     assert first.split("-")[1] != second.split("-")[1]
 
 
-def test_an_optional_route_parameter_may_be_left_out(classic: RunningHost) -> None:
-    assert classic.request("GET", "/api/files/docs/a.txt").json() == {"folder": "docs", "name": "a.txt"}
-    assert classic.request("GET", "/api/files/docs").json() == {"folder": "docs"}
-    assert classic.request("GET", "/api/files").status == 404
+def test_an_optional_route_parameter_may_be_left_out(tmp_path: Path, mode: str) -> None:
+    host = RunningHost(optional_parameter_app, tmp_path, invocation=mode)
+    try:
+        assert host.request("GET", "/api/files/docs/a.txt").json() == {"folder": "docs", "name": "a.txt"}
+        assert host.request("GET", "/api/files/docs").json() == {"folder": "docs"}
+        assert host.request("GET", "/api/files").status == 404
+    finally:
+        host.stop()
 
 
 def test_an_http_streams_function_returning_a_string_is_answered_as_fastapi_answers_it(streams: RunningHost) -> None:
@@ -165,9 +181,13 @@ def test_an_http_streams_function_returning_an_http_response_is_answered_with_it
     assert fields["_HttpResponse__mimetype"] == "text/plain"
 
 
-def test_an_optional_route_parameter_reaches_an_http_streams_function(streams: RunningHost) -> None:
-    assert streams.request("GET", "/api/files/a.txt").json() == {"name": "a.txt"}
-    assert streams.request("GET", "/api/files").json() == {}
+def test_an_optional_route_parameter_reaches_an_http_streams_function(tmp_path: Path, mode: str) -> None:
+    host = RunningHost(optional_parameter_streams_app, tmp_path, invocation=mode)
+    try:
+        assert host.request("GET", "/api/files/a.txt").json() == {"name": "a.txt"}
+        assert host.request("GET", "/api/files").json() == {}
+    finally:
+        host.stop()
 
 
 def test_an_http_streams_app_without_init_indexing_is_refused(
