@@ -192,7 +192,8 @@ def create_invoker(functions: Sequence[func.Function], *, requested: str | None,
     if choice == InvocationMode.DIRECT.value or unavailable is not None:
         from .direct_invoker import DirectInvoker
 
-        why = "as asked (AGENT_HOST_INVOCATION=direct)" if unavailable is None else f"because {unavailable}"
+        asked = choice == InvocationMode.DIRECT.value
+        why = "as asked (AGENT_HOST_INVOCATION=direct)" if asked else f"because {unavailable}"
         return DirectInvoker(functions, why=why)
     from .worker_invoker import WorkerInvoker
 
