@@ -8,7 +8,6 @@ operation, decoded, run and encoded). The figures are medians; the cost of the w
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import statistics
@@ -28,10 +27,14 @@ from agent_host._contract import RUN_OPERATION
 from agent_host._local_host.invocation import worker_unavailable_reason
 from agent_host._local_host.scheduler import entity_batch_json, signal_body
 
+from .feature_figures import WORKER_CALLS
+from .report import machine
 from .served import ServedApp
+from .standalone import quick_parser, write_results
 from .workload import AGENT_INSTRUCTIONS, AGENT_NAME, ZeroLatencyChatClient
 
 MODES = ("direct", "worker")
+RESULTS_FILE = Path(__file__).resolve().parent / "results" / "worker_invocation.json"
 
 
 def trivial_app() -> df.DFApp:
@@ -115,10 +118,27 @@ def measure(mode: str, repeats: int, workdir: Path) -> dict[str, float]:
     return figures
 
 
+def table(results: dict[str, Any]) -> str:
+    """The figures as printed: one row per call, both modes and the difference."""
+    lines = [
+        f"Python {results['python']}, median of {results['median_of']} (ms)",
+        f"{'':<26}{'direct':>10}{'worker':>10}{'worker adds':>13}",
+    ]
+    for key, label in WORKER_CALLS.items():
+        direct, worker = results["direct"][key], results["worker"][key]
+        lines.append(f"{label:<26}{direct:>10.3f}{worker:>10.3f}{worker - direct:>+13.3f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.worker_invocation", description=__doc__)
+    """Measure both modes, print the table, write the JSON results."""
+    parser = quick_parser(
+        "python -m bench.worker_invocation",
+        __doc__.splitlines()[0],
+        "ten calls each: shows that it works",
+        RESULTS_FILE,
+    )
     parser.add_argument("--repeats", type=int, default=300)
-    parser.add_argument("--quick", action="store_true", help="a few repeats, to show it runs")
     args = parser.parse_args(argv)
     unavailable = worker_unavailable_reason()
     if unavailable is not None:
@@ -126,13 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     repeats = 10 if args.quick else args.repeats
     with tempfile.TemporaryDirectory() as workdir:
-        results = {mode: measure(mode, repeats, Path(workdir)) for mode in MODES}
-    print(f"Python {sys.version.split()[0]}, median of {repeats} (ms)")
-    print(f"{'':<26}{'direct':>10}{'worker':>10}{'worker adds':>13}")
-    labels = {"http_ms": "trivial HTTP call", "entity_ms": "trivial entity operation", "agent_turn_ms": "agent turn"}
-    for key, label in labels.items():
-        direct, worker = results["direct"][key], results["worker"][key]
-        print(f"{label:<26}{direct:>10.3f}{worker:>10.3f}{worker - direct:>+13.3f}")
+        figures = {mode: measure(mode, repeats, Path(workdir)) for mode in MODES}
+    results = {
+        "quick": args.quick,
+        "machine": machine(),
+        "python": sys.version.split()[0],
+        "median_of": repeats,
+        **figures,
+    }
+    print(table(results))
+    write_results(args.output, results)
     return 0
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -12,8 +14,8 @@ from bench.worker_invocation import main
 pytestmark = pytest.mark.skipif(worker_unavailable_reason() is not None, reason="the worker invoker needs 3.13+")
 
 
-def test_quick_worker_benchmark_reports_both_modes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--quick"]) == 0
+def test_quick_worker_benchmark_reports_both_modes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--quick", "--output", str(tmp_path / "worker.json")]) == 0
 
     rows = {
         match.group(1).strip(): (float(match.group(2)), float(match.group(3)))
@@ -23,3 +25,5 @@ def test_quick_worker_benchmark_reports_both_modes(capsys: pytest.CaptureFixture
     }
     assert set(rows) == {"trivial HTTP call", "trivial entity operation", "agent turn"}
     assert all(direct > 0 and worker > 0 for direct, worker in rows.values())
+    written = json.loads((tmp_path / "worker.json").read_text())
+    assert written["quick"] is True and set(written["worker"]) == {"http_ms", "entity_ms", "agent_turn_ms"}
