@@ -64,13 +64,19 @@ def main(argv: list[str] | None = None) -> int:
             banner_lines=banner(app),
             overridable_existing_instance_states=overridable,
         )
-    except StorageError as exc:  # e.g. an emptied database: say which file and what to do, without a traceback
+    except (StorageError, ValueError) as exc:  # an emptied database, an app the worker refuses: no traceback
         raise SystemExit(f"agent_host serve: {exc}") from None
     return 0
 
 
 def load_local_settings(path: Path) -> None:
-    """Apply `Values` from local.settings.json like `func start` does; variables already set win."""
+    """Apply `Values` from local.settings.json like `func start` does; variables already set win.
+
+    Without one, the template's (`local.settings.json.template`) apply: the app runs with the settings it ships with,
+    `PYTHON_ENABLE_INIT_INDEXING=1` among them, until they are copied and edited.
+    """
+    if not path.exists():
+        path = path.with_name(f"{path.name}.template")
     if not path.exists():
         return
     values: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")).get("Values", {})
@@ -99,9 +105,28 @@ def load_app(spec: str) -> Any:
     sys.path.insert(0, str(Path.cwd()))
     module = importlib.import_module(module_name)
     try:
-        return getattr(module, attribute)
+        app = getattr(module, attribute)
     except AttributeError:
         raise SystemExit(f"Module {module_name!r} has no attribute {attribute!r}.") from None
+    check_app_module(module)
+    return app
+
+
+def check_app_module(module: Any) -> None:
+    """Refuse a module the Python worker would refuse; warn when the worker would load another file.
+
+    Raises:
+        SystemExit: the module defines more than one function app.
+    """
+    from ._local_host.app_module import refuse_second_app, script_file_warning
+
+    try:
+        refuse_second_app(module)
+    except ValueError as exc:
+        raise SystemExit(f"agent_host serve: {exc}") from None
+    warning = script_file_warning(module, Path.cwd())
+    if warning is not None:
+        logging.getLogger("agent_host.serve").warning("%s", warning)
 
 
 def route_prefix(host_json: Path) -> str:

@@ -133,6 +133,24 @@ def _capacity(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
+WORKER_CALLS = {"http_ms": "trivial HTTP call", "entity_ms": "trivial entity operation", "agent_turn_ms": "agent turn"}
+
+
+def _worker_invocation(figures: dict[str, Any]) -> list[str]:
+    lines = [
+        f"The same apps run both ways in one run, Python {figures['python']}, median of {figures['median_of']} calls:"
+        " a trivial classic HTTP function through the whole host (request to last byte), a trivial entity operation",
+        "and an agent's turn (zero-latency model) at the entity function the scheduler calls.",
+        "",
+        "| | direct ms | worker ms | the worker adds |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, label in WORKER_CALLS.items():
+        direct, worker = figures["direct"][key], figures["worker"][key]
+        lines.append(f"| {label} | {direct:.3f} | {worker:.3f} | {worker - direct:+.3f} ms |")
+    return lines
+
+
 # Each standalone benchmark: its section title, its module, the page that explains it, and its renderer.
 SECTIONS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("Orchestration episodes", "orchestration_cost", "orchestrations-local-host.md", _orchestration_cost),
@@ -140,6 +158,7 @@ SECTIONS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("Hosted workflows", "workflow_cost", "workflows.md", _workflow_cost),
     ("Streaming", "streaming_cost", "streaming.md", _streaming_cost),
     ("Capacity", "capacity", "scaling.md", _capacity),
+    ("The Python worker's own code under serve", "worker_invocation", "configuration.md", _worker_invocation),
 )
 
 

@@ -35,14 +35,21 @@ class ServedApp:
     """
 
     def __init__(
-        self, app: AgentFunctionApp, state_dir: Path, *, timeout: float = 300, name: str = "bench-host"
+        self,
+        app: AgentFunctionApp,
+        state_dir: Path,
+        *,
+        timeout: float = 300,
+        name: str = "bench-host",
+        invocation: str | None = None,
     ) -> None:
-        """Start the host; `timeout` bounds each `call` (start and stop included), `name` names the thread."""
+        """Start the host; `timeout` bounds each `call` (start and stop included), `name` names the thread,
+        `invocation` who runs the functions (`worker`, `direct`; None: the host's default)."""
         self._timeout = timeout
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._thread.start()
-        self.host = LocalHost(app, state_dir=state_dir, port=0)
+        self.host = LocalHost(app, state_dir=state_dir, port=0, invocation=invocation)
         self.call(self.host.start())
         url = urlsplit(self.host.base_url)
         self.address = (url.hostname or "127.0.0.1", url.port or 80)

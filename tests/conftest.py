@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ from hosting import RunningHost
 from agent_host import AgentFunctionApp, HostSettings
 
 ROOT = Path(__file__).resolve().parents[1]
+# The template's local.settings.json sets it, and HTTP-streams apps need it (the local host refuses them without it):
+# the tests' apps run with the app settings the template gives.
+os.environ.setdefault("PYTHON_ENABLE_INIT_INDEXING", "1")
 
 Script = Callable[[list[Message], Mapping[str, Any]], Message]
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import azure.durable_functions as df
 import azure.functions as func
 
-from .event_stream import EVENT_STREAM_MEDIA_TYPE, EventStreamResponse, RouteResponse
+from .event_stream import EVENT_STREAM_MEDIA_TYPE, EventStreamResponse, RouteResponse, content_type
 
 Handler = Callable[[func.HttpRequest], Awaitable[RouteResponse]]
 ClientHandler = Callable[[func.HttpRequest, df.DurableOrchestrationClient], Awaitable[RouteResponse]]
@@ -38,8 +38,10 @@ def client_http_function(
 
 
 async def whole_response(result: RouteResponse) -> func.HttpResponse:
-    """A handler's answer as one response: an event stream is collected to its end."""
+    """A handler's answer as one response: an event stream is collected to its end; a body says its charset."""
     if not isinstance(result, EventStreamResponse):
+        if result.get_body() and "content-type" not in result.headers:  # case-insensitive
+            result.headers["Content-Type"] = content_type(result.mimetype, result.charset)
         return result
     headers = {name: value for name, value in result.all_headers.items() if name.lower() != "content-type"}
     body = await result.collect()

@@ -27,6 +27,16 @@ STREAM_HEADERS = {
 }
 
 
+def content_type(mimetype: str, charset: str) -> str:
+    """The Content-Type of a body of `mimetype`, with its charset when it is text (JSON and XML included).
+
+    Both function shapes set it themselves: the worker's `http` converter would give a classic JSON response a bare
+    `application/json`, while the FastAPI shape says its charset.
+    """
+    textual = mimetype.startswith("text/") or mimetype.endswith(("json", "xml"))
+    return f"{mimetype}; charset={charset}" if textual else mimetype
+
+
 def encode_event(event: StreamEvent) -> bytes:
     """One event as SSE: its `id:`, `event:` and one `data:` line of JSON (JSON text holds no raw newline)."""
     data = json.dumps(event.data, ensure_ascii=False)

@@ -16,7 +16,7 @@ import azure.functions as func
 from azurefunctions.extensions.http.fastapi import Request, Response, StreamingResponse
 
 from .classic_functions import ClientHandler, Handler
-from .event_stream import EventStreamResponse, RouteResponse
+from .event_stream import EventStreamResponse, RouteResponse, content_type
 
 # Functions answers no body with these; the response knows its own length.
 _DROPPED_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
@@ -84,9 +84,3 @@ def fastapi_response(result: RouteResponse) -> Response:
     if body and not any(name.lower() == "content-type" for name in headers):
         headers["Content-Type"] = content_type(result.mimetype, result.charset)
     return Response(content=body, status_code=result.status_code, headers=headers)
-
-
-def content_type(mimetype: str, charset: str) -> str:
-    """The Content-Type of a body of `mimetype`, with its charset when it is text."""
-    textual = mimetype.startswith("text/") or mimetype.endswith(("json", "xml"))
-    return f"{mimetype}; charset={charset}" if textual else mimetype

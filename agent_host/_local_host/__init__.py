@@ -1,7 +1,8 @@
 """A local stand-in for the Azure Functions host: runs a FunctionApp's HTTP functions, durable entities, orchestrations
 and activities.
 
-It goes through the real azure-functions / azure-functions-durable code paths, without Azure Functions Core Tools.
+It goes through the real azure-functions / azure-functions-durable code paths, without Azure Functions Core Tools, and
+through the Python worker's own code (azure-functions-runtime) wherever that runs (invocation.py says how).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .._clock import SYSTEM_CLOCK
 from .activities import ActivityClients
 from .durable_api import DurableWebhookApi
 from .functions import DEFAULT_TASK_HUB, discover_durable_functions, discover_functions
+from .invocation import INVOCATION_SETTING, FunctionInvoker, InvocationMode, create_invoker
 from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
 from .mcp_endpoint import McpEndpoint
 from .mcp_protocol import McpServer
@@ -35,9 +37,11 @@ from .store import EmptiedStoreError, EntityStore, Signal, StorageError
 
 __all__ = [
     "DEFAULT_MAX_BATCH_SIZE",
+    "INVOCATION_SETTING",
     "EmptiedStoreError",
     "EntityScheduler",
     "EntityStore",
+    "InvocationMode",
     "LocalHost",
     "OrchestrationScheduler",
     "OrchestrationStore",
@@ -85,6 +89,7 @@ class LocalHost:
         request_deadlines: RequestDeadlines = DEFAULT_REQUEST_DEADLINES,
         deterministic_orchestrations: bool = False,
         overridable_existing_instance_states: str = NON_RUNNING_STATES,
+        invocation: str | None = None,
     ) -> None:
         """Index the app's functions and open the store; nothing listens until :meth:`start`.
 
@@ -107,13 +112,19 @@ class LocalHost:
                 ``extensions.durableTask.overridableExistingInstanceStates``: ``NonRunningStates`` (the extension's
                 default: starting the id of a pending or running instance is refused with 409) or ``AnyState`` (it
                 replaces the instance).
+            invocation: Who runs the functions: ``worker`` (the Python worker's own code, Python 3.13+), ``direct``,
+                or None for the ``AGENT_HOST_INVOCATION`` setting (empty: the worker wherever it can run).
 
         Raises:
-            ValueError: An unknown ``overridable_existing_instance_states``.
+            ValueError: An unknown ``overridable_existing_instance_states`` or invocation mode, or an app the Python
+                worker would refuse to load (the worker's reason, naming the function).
         """
         functions = list(app.get_functions())
-        self.routes, entity_functions = discover_functions(functions)
-        self.durable_functions = discover_durable_functions(functions)
+        self.invoker: FunctionInvoker = create_invoker(
+            functions, requested=invocation, scratch_dir=pathlib.Path(state_dir)
+        )
+        self.routes, entity_functions = discover_functions(functions, self.invoker)
+        self.durable_functions = discover_durable_functions(functions, self.invoker)
         self._host = host
         self._port = port
         self._started = False
@@ -141,7 +152,7 @@ class LocalHost:
             overridable_existing_instance_states=overridable_existing_instance_states,
         )
         durable_api = DurableWebhookApi(self.store, self.scheduler, orchestration_api)
-        mcp_tools = discover_mcp_tools(functions)
+        mcp_tools = discover_mcp_tools(functions, self.invoker)
         self.mcp = McpEndpoint(McpServer(mcp_tools, self.durable_client_binding)) if mcp_tools else None
         self._server = LocalHttpServer(
             self.routes,
@@ -149,6 +160,7 @@ class LocalHost:
             route_prefix=route_prefix,
             function_key=function_key,
             rpc_base_url=lambda: self.rpc_base_url,
+            invoker=self.invoker,
             client_urls=urls,
             mcp=self.mcp,
         )
@@ -247,6 +259,7 @@ class LocalHost:
         self._started = True
         try:
             await self._private.start()  # first: functions need its URL as soon as the public port answers
+            await self.invoker.start()
             await self._public.start()
             # Activities with a durable client binding run where the HTTP functions do (activities.py says why).
             self.orchestrations.bind_clients(ActivityClients(self._activity_binding, asyncio.get_running_loop()))
@@ -255,6 +268,7 @@ class LocalHost:
         except BaseException:
             await self._public.stop()
             await self._private.stop()
+            await self.invoker.stop()
             raise
 
     async def stop(self) -> None:
@@ -274,6 +288,7 @@ class LocalHost:
         finally:
             await asyncio.to_thread(self.orchestrations.stop)
             await asyncio.to_thread(self.scheduler.stop)
+            await self.invoker.stop()  # last: the schedulers' running batches invoke through it
             self.store.close()
 
 
@@ -367,16 +382,25 @@ async def _serve(local_host: LocalHost, banner_lines: Sequence[str]) -> None:
 
     installed: list[signal.Signals] = []
     previous: dict[signal.Signals, object] = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(signum, on_signal)
-            installed.append(signum)
-        except (NotImplementedError, RuntimeError):  # e.g. Windows event loops
-            with contextlib.suppress(ValueError):  # ValueError: not on the main thread; Ctrl+C then cannot stop us
-                previous[signum] = signal.signal(signum, on_signal_threadsafe)
+
+    def install_handlers() -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(signum, on_signal)
+                if signum not in installed:
+                    installed.append(signum)
+            except (NotImplementedError, RuntimeError):  # e.g. Windows event loops
+                with contextlib.suppress(ValueError):  # ValueError: not on the main thread; Ctrl+C cannot stop us
+                    previous.setdefault(signum, signal.signal(signum, on_signal_threadsafe))
+
+    install_handlers()
     try:
         await local_host.start()
+        # The worker's HTTP-streams server (uvicorn) takes SIGINT and SIGTERM for itself when it starts, and raises
+        # them again once it has stopped: taken back, one Ctrl+C stops the host once.
+        install_handlers()
         print(f"Listening on {local_host.base_url}", flush=True)
+        print(f"Functions run through {local_host.invoker.description}", flush=True)
         print(f"Durable webhook API for the app's client: {local_host.rpc_base_url} (loopback only)", flush=True)
         for line in banner_lines:
             print(line, flush=True)

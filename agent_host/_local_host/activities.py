@@ -1,26 +1,21 @@
-"""Activity functions as the Functions host runs them: input decoded and result encoded by the worker's converter.
+"""Activity functions as the Functions host knows them: name, trigger parameter and durable client binding.
 
-The input is the text the orchestrator's action carried; ``ActivityTriggerConverter`` decodes it (``df_loads``) and
-encodes the return value (``df_dumps``), as the Python worker does on Azure. An activity with a durable client
-binding gets the binding JSON, as an HTTP function does, and runs on the loop the HTTP functions run on: the SDK's
-client keeps one HTTP session per process, bound to the loop that opened it, as the worker's one loop is on Azure.
-Knows nothing about queues or episodes.
+The input is the text the orchestrator's action carried; the invoker decodes it and encodes the return value with
+``ActivityTriggerConverter`` (``df_loads``/``df_dumps``), as the Python worker does on Azure. An activity with a
+durable client binding gets the binding JSON, as an HTTP function does. Knows nothing about queues or episodes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import traceback
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 import azure.functions as func
-from azure.functions import meta
-from azure.functions.durable_functions import ActivityTriggerConverter
 
-from .._event_loop import AgentEventLoop
+from .invocation import InvocationFailedError
 
 
 @dataclass(frozen=True)
@@ -29,11 +24,11 @@ class ActivityOutcome:
 
     Attributes:
         result_text: The encoded return value (JSON text), when it succeeded.
-        error: What it raised, when it failed.
+        error: How it failed (the exception's ``Type: text`` and traceback), when it did.
     """
 
     result_text: str | None = None
-    error: BaseException | None = None
+    error: InvocationFailedError | None = None
 
 
 @dataclass(frozen=True)
@@ -97,51 +92,15 @@ class ActivityFunction:
             task_hub="" if client is None else str(client.get("taskHub") or ""),
         )
 
-    def run(
-        self, input_text: str | None, loop: AgentEventLoop, clients: ActivityClients | None = None
-    ) -> ActivityOutcome:
-        """Run the activity once: decode the input, call the function, encode what it returned.
 
-        Args:
-            input_text: The input text from the orchestrator's action (``df_dumps`` of the value).
-            loop: Where a coroutine activity runs (one long-lived loop, as the worker's).
-            clients: The durable client binding and the host's loop, for an activity with a client binding.
-
-        Returns:
-            The encoded result, or the exception the function (or the encoding of its result) raised.
-        """
-        try:
-            datum = meta.Datum(input_text if input_text is not None else "null", "string")
-            value = ActivityTriggerConverter.decode(datum, trigger_metadata=None)
-            arguments = {self.parameter: value}
-            if self.client_param is not None:
-                if clients is None:
-                    raise RuntimeError(f"activity {self.name!r} needs a durable client, which the host has not bound")
-                arguments[self.client_param] = clients.binding(self.task_hub)
-            result = self.user_function(**arguments)
-            if inspect.isawaitable(result):
-                awaited = _awaited(result)
-                result = loop.run(awaited) if self.client_param is None or clients is None else clients.run(awaited)
-            encoded = ActivityTriggerConverter.encode(result, expected_type=None)
-        except Exception as exc:  # the activity failed: the orchestrator receives the failure
-            return ActivityOutcome(error=exc)
-        return ActivityOutcome(result_text=str(encoded.value))
-
-
-async def _awaited(awaitable: Any) -> Any:
-    """Await anything awaitable (``AgentEventLoop.run`` takes a coroutine)."""
-    return await awaitable
-
-
-def activity_failure(exc: BaseException, name: str) -> tuple[str, str]:
+def activity_failure(error: InvocationFailedError, name: str) -> tuple[str, str]:
     """The ``Reason`` and ``Details`` of a failed activity's TaskFailed, as the orchestrator will see them.
 
     Args:
-        exc: What the activity raised.
+        error: How the activity failed.
         name: The activity.
 
     Returns:
         The reason (naming the activity and the exception) and the traceback.
     """
-    reason = f"Activity function '{name}' failed: {type(exc).__name__}: {exc}"
-    return reason, "".join(traceback.format_exception(exc)).rstrip()
+    return f"Activity function '{name}' failed: {error.message}", error.details.rstrip()

@@ -10,14 +10,17 @@ import inspect
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import azure.functions as func
 
-from .activities import ActivityFunction
+from .activities import ActivityFunction, ActivityOutcome
 from .http_streams import takes_starlette_request
 from .route_template import RouteTemplate
 from .scheduler import EntityFunction
+
+if TYPE_CHECKING:
+    from .invocation import FunctionInvoker
 
 logger = logging.getLogger(__name__)
 
@@ -75,18 +78,20 @@ def _enum_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRoute], dict[str, EntityFunction]]:
+def discover_functions(
+    functions: Iterable[func.Function], invoker: FunctionInvoker
+) -> tuple[list[HttpRoute], dict[str, EntityFunction]]:
     """Sort the app's functions into HTTP routes and entity functions.
 
     Args:
         functions: The result of ``app.get_functions()``.
+        invoker: What runs the entity functions.
 
     Returns:
-        The HTTP routes and the entity functions keyed by lower-cased entity name.
+        The HTTP routes and the entity functions (through the invoker) keyed by lower-cased entity name.
 
     Raises:
-        ValueError: If two entity functions share a name, a route template uses syntax the local host refuses, or
-            HTTP functions mix the classic and the FastAPI request (HTTP streams).
+        ValueError: If two entity functions share a name, or a route template uses syntax the local host refuses.
     """
     routes: list[HttpRoute] = []
     entities: dict[str, EntityFunction] = {}
@@ -99,31 +104,14 @@ def discover_functions(functions: Iterable[func.Function]) -> tuple[list[HttpRou
             entity_name = (trigger_dict.get("entityName") or name).lower()
             if entity_name in entities:
                 raise ValueError(f"two entity functions are named {entity_name!r}")
-            entities[entity_name] = function.get_user_function()
+            entities[entity_name] = invoker.entity_function(name, str(trigger_dict.get("name") or "context"))
         elif trigger_type == "httpTrigger":
             routes.append(_http_route(name, function, trigger_dict))
         elif trigger_type == "mcpToolTrigger":
             continue  # served by the MCP endpoint (mcp_tools.py discovers these)
         elif trigger_type not in _DURABLE_TRIGGERS:  # those are found by discover_durable_functions
             logger.warning("function %r has a %s trigger, which the local host does not run", name, trigger_type)
-    _refuse_mixed_requests(routes)
     return routes, entities
-
-
-def _refuse_mixed_requests(routes: list[HttpRoute]) -> None:
-    """Refuse an app whose HTTP functions take both request types, as the Functions worker would.
-
-    Raises:
-        ValueError: naming a function of each kind.
-    """
-    streams = [route.function_name for route in routes if route.starlette_request]
-    classic = [route.function_name for route in routes if not route.starlette_request]
-    if streams and classic:
-        raise ValueError(
-            f"Function {streams[0]!r} takes the FastAPI request (HTTP streams) but {classic[0]!r} takes "
-            "azure.functions.HttpRequest: once HTTP streams are on, the Python worker hands every HTTP function the "
-            "FastAPI request, so give all of them that shape (or none)."
-        )
 
 
 def _http_route(name: str, function: func.Function, trigger: dict[str, Any]) -> HttpRoute:
@@ -186,11 +174,13 @@ class OrchestratorFunction:
 
     Attributes:
         name: The function's name (what ``start_new`` and ``call_sub_orchestrator`` name).
-        handle: What the app registered: the SDK's handle, orchestration context JSON in, state JSON out.
+        handle: The SDK's handle through the invoker: orchestration context JSON in, state JSON out.
+        user_function: What the app registered (the SDK's handle; its ``orchestrator_function`` is the generator).
     """
 
     name: str
     handle: Callable[[str], str]
+    user_function: Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -201,17 +191,20 @@ class DurableFunctions:
     Attributes:
         orchestrators: Orchestrator functions.
         activities: Activity functions.
+        run_activity: Runs an activity once through the invoker (``FunctionInvoker.run_activity``).
     """
 
     orchestrators: dict[str, OrchestratorFunction]
     activities: dict[str, ActivityFunction]
+    run_activity: Callable[..., ActivityOutcome]
 
 
-def discover_durable_functions(functions: Iterable[func.Function]) -> DurableFunctions:
+def discover_durable_functions(functions: Iterable[func.Function], invoker: FunctionInvoker) -> DurableFunctions:
     """Find the orchestrator and activity functions among the app's functions.
 
     Args:
         functions: The result of ``app.get_functions()``.
+        invoker: What runs the orchestrators.
 
     Returns:
         The orchestrators and activities.
@@ -227,12 +220,13 @@ def discover_durable_functions(functions: Iterable[func.Function]) -> DurableFun
         trigger_type = trigger_dict.get("type")
         name = function.get_function_name() or "function"
         if trigger_type == "orchestrationTrigger":
-            orchestrator = OrchestratorFunction(name, function.get_user_function())
+            handle = invoker.orchestrator_handle(name, str(trigger_dict.get("name") or "context"))
+            orchestrator = OrchestratorFunction(name, handle, function.get_user_function())
             _register(orchestrators, orchestrator, {name, trigger_dict.get("orchestration")}, "orchestrator")
         elif trigger_type == "activityTrigger":
             activity = ActivityFunction.from_function(function, trigger_dict)
             _register(activities, activity, {name, trigger_dict.get("activity")}, "activity")
-    return DurableFunctions(orchestrators, activities)
+    return DurableFunctions(orchestrators, activities, invoker.run_activity)
 
 
 def _register(registry: dict[str, Any], function: Any, names: set[Any], kind: str) -> None:

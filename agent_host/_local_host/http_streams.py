@@ -75,6 +75,27 @@ def starlette_request(request: web.BaseRequest, body: bytes, route_params: dict[
     return Request(scope, receive)
 
 
+def streams_response(result: Any) -> Any:
+    """The response the worker's web server (FastAPI) sends for what an HTTP-streams function returned.
+
+    A FastAPI (Starlette) response goes as it is; any other value is encoded by FastAPI as JSON, as its route handler
+    does (an ``azure.functions.HttpResponse`` included: its attributes become the JSON).
+
+    Raises:
+        TypeError: the function returned None, for which the worker's hand-off has no response (the client gets 500).
+    """
+    from starlette.responses import Response
+
+    if isinstance(result, Response):
+        return result
+    if result is None:
+        raise TypeError("an HTTP-streams function returned None; return a FastAPI response")
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(jsonable_encoder(result))
+
+
 async def send_response(response: Any, request: web.BaseRequest) -> web.StreamResponse:
     """Send a function's Starlette response to the client, each chunk as it is produced.
 

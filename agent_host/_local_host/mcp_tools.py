@@ -7,17 +7,19 @@ its return value becomes a ``CallToolResult`` follow the Functions MCP extension
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import azure.functions as func
 
 from .functions import DEFAULT_TASK_HUB
+
+if TYPE_CHECKING:
+    from .invocation import FunctionInvoker
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,7 @@ class McpToolFunction:
         client_param: Parameter receiving the durable client binding JSON, if the function has one.
         task_hub: Task hub named by the durable client binding.
         user_function: The callable to invoke (sync or async).
+        invoke: Calls it through the invoker (``FunctionInvoker.call_tool``): the encoded return value.
     """
 
     function_name: str
@@ -56,6 +59,7 @@ class McpToolFunction:
     client_param: str | None
     task_hub: str
     user_function: Callable[..., Any]
+    invoke: Callable[[McpToolFunction, str, str], Awaitable[str]]
     is_async: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -97,24 +101,7 @@ class McpToolFunction:
             ToolResultError: The function returned an envelope the extension cannot read.
             Exception: Whatever the function raised.
         """
-        kwargs: dict[str, Any] = {self.context_param: json.dumps(context)}
-        if self.client_param is not None:
-            kwargs[self.client_param] = client_binding
-        if self.is_async:
-            value = await self.user_function(**kwargs)
-        else:
-            value = await asyncio.to_thread(self.user_function, **kwargs)
-            if inspect.isawaitable(value):
-                value = await value
-        return self._result(value)
-
-    def _result(self, value: Any) -> dict[str, Any]:
-        """The tool result of a return value, after the worker's own conversion of it to the host."""
-        if value is None:
-            return {"content": []}
-        # The real worker converts the return value with the trigger's converter before the host sees it.
-        datum = func.get_binding_registry().get(MCP_TOOL_TRIGGER).encode(value, expected_type=None)
-        returned = datum.value.decode("utf-8") if isinstance(datum.value, bytes) else str(datum.value)
+        returned = await self.invoke(self, json.dumps(context), client_binding)
         if not self.use_result_schema:
             return {"content": [{"type": "text", "text": returned}]}
         return _enveloped_result(returned)
@@ -149,11 +136,12 @@ def _enveloped_result(returned: str) -> dict[str, Any]:
     return result
 
 
-def discover_mcp_tools(functions: Iterable[func.Function]) -> list[McpToolFunction]:
+def discover_mcp_tools(functions: Iterable[func.Function], invoker: FunctionInvoker) -> list[McpToolFunction]:
     """The app's ``mcpToolTrigger`` functions, as tools.
 
     Args:
         functions: The result of ``app.get_functions()``.
+        invoker: What runs the tool functions.
 
     Returns:
         The tools, in the app's order.
@@ -168,14 +156,16 @@ def discover_mcp_tools(functions: Iterable[func.Function]) -> list[McpToolFuncti
         trigger_dict: dict[str, Any] = trigger.get_dict_repr() if trigger is not None else {}
         if trigger_dict.get("type") != MCP_TOOL_TRIGGER:
             continue
-        tool = _tool_function(function.get_function_name() or "function", function, trigger_dict)
+        tool = _tool_function(function.get_function_name() or "function", function, trigger_dict, invoker)
         if tool.tool_name.lower() in tools:
             raise ValueError(f"two MCP tool functions declare the tool {tool.tool_name!r}")
         tools[tool.tool_name.lower()] = tool
     return list(tools.values())
 
 
-def _tool_function(name: str, function: func.Function, trigger: dict[str, Any]) -> McpToolFunction:
+def _tool_function(
+    name: str, function: func.Function, trigger: dict[str, Any], invoker: FunctionInvoker
+) -> McpToolFunction:
     """Describe one tool function from its trigger and bindings.
 
     Raises:
@@ -209,4 +199,5 @@ def _tool_function(name: str, function: func.Function, trigger: dict[str, Any]) 
         client_param=client_param,
         task_hub=task_hub,
         user_function=function.get_user_function(),
+        invoke=invoker.call_tool,
     )

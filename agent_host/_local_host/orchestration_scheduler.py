@@ -380,7 +380,7 @@ class OrchestrationScheduler:
                     Details="",
                 )
             else:
-                outcome = function.run(request.input, self._loop, self._clients)
+                outcome = self._functions.run_activity(function, request.input, self._loop, self._clients)
                 if outcome.error is not None:
                     reason, details = activity_failure(outcome.error, function.name)
                     logger.warning("activity %s failed: %s", loggable(function.name), loggable(reason))

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-_PARAMETER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PARAMETER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\?)?\}")
 
 
 @dataclass(frozen=True)
@@ -18,14 +18,17 @@ class _Segment:
 
     text: str
     is_parameter: bool
+    optional: bool = False
 
 
 class RouteTemplate:
-    """A Functions route template made of literal segments and ``{name}`` parameters, e.g. ``agents/{agent}/run``.
+    """A Functions route template made of literal segments, ``{name}`` parameters and trailing optional ``{name?}``
+    parameters, e.g. ``agents/{agent}/run`` or ``files/{name?}``.
 
-    That is every kind of template the app registers. Optional parameters, defaults, constraints, catch-alls and
-    segments mixing text and parameters are refused when the template is parsed, so the local host never matches a
-    path differently from the Functions host.
+    An optional parameter may be left out of the path, with every segment after it, and is then absent from the route
+    parameters, as the Functions host (ASP.NET Core routing) matches it. Defaults, constraints, catch-alls, optional
+    parameters followed by required segments and segments mixing text and parameters are refused when the template is
+    parsed, so the local host never matches a path differently from the Functions host.
     """
 
     def __init__(self, template: str) -> None:
@@ -41,6 +44,13 @@ class RouteTemplate:
         self.segments: list[_Segment] = (
             [_parse_segment(self.template, s) for s in self.template.split("/")] if self.template else []
         )
+        self._required = sum(not segment.optional for segment in self.segments)
+        if any(segment.optional for segment in self.segments[: self._required]):
+            raise ValueError(
+                f"Route template {template!r}: an optional parameter may only be followed by optional parameters; "
+                "the local host does not match segments after a left-out one. Make the later segments optional, or "
+                "run this app with Azure Functions Core Tools (func start)."
+            )
         # Literal segments are more specific than parameters, position by position (lower sorts first).
         self.rank: tuple[int, ...] = tuple(int(s.is_parameter) for s in self.segments)
 
@@ -53,10 +63,10 @@ class RouteTemplate:
         Returns:
             The route parameters, or None when the path does not match.
         """
-        if len(path) != len(self.segments):
+        if not self._required <= len(path) <= len(self.segments):
             return None
         params: dict[str, str] = {}
-        for segment, value in zip(self.segments, path, strict=True):
+        for segment, value in zip(self.segments, path, strict=False):
             if not segment.is_parameter:
                 if value.lower() != segment.text:
                     return None
@@ -78,7 +88,7 @@ def _parse_segment(template: str, raw: str) -> _Segment:
         The parsed segment.
 
     Raises:
-        ValueError: If the segment holds braces but is not exactly ``{name}``.
+        ValueError: If the segment holds braces but is not exactly ``{name}`` or ``{name?}``.
     """
     if "{" not in raw and "}" not in raw:
         return _Segment(raw.lower(), is_parameter=False)
@@ -86,10 +96,11 @@ def _parse_segment(template: str, raw: str) -> _Segment:
     if parameter is None:
         raise ValueError(
             f"Route template {template!r}: the local host does not support the segment {raw!r}. It serves literal "
-            "segments and plain {name} parameters, not optional parameters, defaults, constraints, catch-alls or "
-            "segments mixing text and parameters; run this app with Azure Functions Core Tools (func start) instead."
+            "segments, plain {name} parameters and trailing optional {name?} parameters, not defaults, constraints, "
+            "catch-alls or segments mixing text and parameters; run this app with Azure Functions Core Tools "
+            "(func start) instead."
         )
-    return _Segment(parameter.group(1), is_parameter=True)
+    return _Segment(parameter.group(1), is_parameter=True, optional=bool(parameter.group(2)))
 
 
 def split_path(raw_path: str) -> list[str]:

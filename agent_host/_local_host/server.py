@@ -1,30 +1,24 @@
 """The local host's public port: the app's HTTP triggers, and the durable webhook API for callers with the key.
 
-Requests are matched against the functions' route templates, checked for the function key, turned into
-``azure.functions.HttpRequest`` objects and handed to the user functions, as the Functions host would.
+Requests are matched against the functions' route templates, checked for the function key and handed to the functions
+through the invoker, as the Functions host hands them to the worker.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
-import inspect
 import ipaddress
 import json
 import logging
-import threading
-import uuid
 from collections.abc import Callable
-from typing import Any
 
-import azure.functions as func
 from aiohttp import web
-from multidict import CIMultiDict
 
 from .durable_api import WEBHOOK_SEGMENTS, DurableWebhookApi
 from .errors import error_response
 from .functions import HttpRoute
-from .http_streams import send_response, starlette_request
+from .invocation import FunctionInvoker, HttpCall, InvocationFailedError
+from .invocation_context import Invocation
 from .listener import read_body
 from .mcp_endpoint import MCP_SEGMENTS, McpEndpoint
 from .orchestration_api import ManagementUrls
@@ -33,52 +27,6 @@ from .route_template import split_path
 logger = logging.getLogger(__name__)
 
 _KEYED_AUTH_LEVELS = frozenset({"function", "admin"})
-_DROPPED_RESPONSE_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
-
-
-class _InvocationContext(func.Context):
-    """The ``context`` argument for functions that declare one."""
-
-    def __init__(self, function_name: str) -> None:
-        """Create a context for one invocation.
-
-        Args:
-            function_name: The invoked function's name.
-        """
-        self._invocation_id = str(uuid.uuid4())
-        self._function_name = function_name
-        self._thread_local = threading.local()
-        self._thread_local.invocation_id = self._invocation_id
-
-    @property
-    def invocation_id(self) -> str:
-        """A fresh id per invocation."""
-        return self._invocation_id
-
-    @property
-    def thread_local_storage(self) -> Any:
-        """Thread-local storage holding ``invocation_id``."""
-        return self._thread_local
-
-    @property
-    def function_name(self) -> str:
-        """The function's name."""
-        return self._function_name
-
-    @property
-    def function_directory(self) -> str:
-        """Not meaningful locally; empty."""
-        return ""
-
-    @property
-    def trace_context(self) -> Any:
-        """Not provided locally; None."""
-        return None
-
-    @property
-    def retry_context(self) -> Any:
-        """Not provided locally; None."""
-        return None
 
 
 class LocalHttpServer:
@@ -92,6 +40,7 @@ class LocalHttpServer:
         route_prefix: str,
         function_key: str | None,
         rpc_base_url: Callable[[], str],
+        invoker: FunctionInvoker,
         client_urls: ManagementUrls | None = None,
         mcp: McpEndpoint | None = None,
     ) -> None:
@@ -103,6 +52,7 @@ class LocalHttpServer:
             route_prefix: Prefix of every function route (``api`` by default; empty for none).
             function_key: Key required by FUNCTION/ADMIN routes; None disables key checks.
             rpc_base_url: Returns the private webhook base URL handed to durable clients (known only once bound).
+            invoker: What runs the functions.
             client_urls: Builds the ``creationUrls``/``managementUrls`` templates of the durable client binding;
                 None hands out empty ones.
             mcp: The MCP extension's endpoint (``/runtime/webhooks/mcp``), when the app has MCP tools.
@@ -113,6 +63,7 @@ class LocalHttpServer:
         self.route_prefix = "/".join(self._prefix)
         self._function_key = function_key
         self._rpc_base_url = rpc_base_url
+        self._invoker = invoker
         self._client_urls = client_urls
         self._mcp = mcp
 
@@ -246,7 +197,7 @@ class LocalHttpServer:
         return any(c is not None and hmac.compare_digest(c.encode(), expected) for c in candidates)
 
     async def _invoke(self, route: HttpRoute, params: dict[str, str], request: web.BaseRequest) -> web.StreamResponse:
-        """Call the user function and convert its result.
+        """Hand the request to the function through the invoker.
 
         Args:
             route: The matched route.
@@ -254,72 +205,15 @@ class LocalHttpServer:
             request: The incoming request.
 
         Returns:
-            The function's response, or a 500 JSON error if it raised.
+            The function's response, or a 500 JSON error if it failed.
         """
-        body = await read_body(request)
-        headers: dict[str, str] = {}
-        for name, value in request.headers.items():
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        query: dict[str, str] = {}
-        for name, value in request.query.items():
-            query.setdefault(name, value)
-        http_request: Any = (
-            starlette_request(request, body, params)  # HTTP streams: the FastAPI shape
-            if route.starlette_request
-            else func.HttpRequest(
-                method=request.method.upper(),
-                url=str(request.url),
-                headers=headers,
-                params=query,
-                route_params=params,
-                body=body,
-            )
-        )
-        kwargs: dict[str, Any] = {route.request_param: http_request}
-        if route.client_param is not None:
-            kwargs[route.client_param] = self.client_binding(route.task_hub)
-        if route.context_param:
-            kwargs["context"] = _InvocationContext(route.function_name)
+        call = HttpCall(request, await read_body(request), params, Invocation.for_request(request.headers))
+        client = self.client_binding(route.task_hub) if route.client_param is not None else None
         try:
-            if route.is_async:
-                result = await route.user_function(**kwargs)
-            else:
-                result = await asyncio.to_thread(route.user_function, **kwargs)
-                if inspect.isawaitable(result):
-                    result = await result
-            return await send_response(result, request) if route.starlette_request else _to_web_response(result)
-        except Exception:
-            logger.exception("function %r failed", route.function_name)
+            return await self._invoker.call_http(route, call, client)
+        except InvocationFailedError as failure:
+            logger.error("function %r failed: %s\n%s", route.function_name, failure.message, failure.details)
             return error_response(500, "internal_error", "The function failed; see the host log.")
-
-
-def _to_web_response(result: Any) -> web.Response:
-    """Convert what an HTTP function returned into an aiohttp response.
-
-    Args:
-        result: An ``HttpResponse``, text/bytes (200 text/plain) or None (204).
-
-    Returns:
-        The aiohttp response.
-
-    Raises:
-        TypeError: For any other return value.
-    """
-    if result is None:
-        return web.Response(status=204)
-    if isinstance(result, str | bytes | bytearray):
-        result = func.HttpResponse(result)
-    if not isinstance(result, func.HttpResponse):
-        raise TypeError(f"HTTP function returned {type(result).__name__}, expected azure.functions.HttpResponse")
-    headers: CIMultiDict[str] = CIMultiDict()
-    for name, value in result.headers.items():
-        if name.lower() not in _DROPPED_RESPONSE_HEADERS:
-            headers.add(name, value)
-    if "Content-Type" not in headers:
-        mimetype = result.mimetype or "text/plain"
-        textual = mimetype.startswith("text/") or mimetype.endswith(("json", "xml"))
-        headers["Content-Type"] = f"{mimetype}; charset={result.charset}" if textual else mimetype
-    return web.Response(status=result.status_code, body=result.get_body(), headers=headers)
 
 
 def _is_loopback(remote: str | None) -> bool:

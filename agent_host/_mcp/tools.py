@@ -211,5 +211,7 @@ def require_result_schema_support(version: str | None = None) -> None:
         raise RuntimeError(
             f"enable_mcp_tool_trigger needs azure-functions {minimum} or later (installed: {version}): older versions "
             "drop useResultSchema from the mcpToolTrigger binding, so failed turns would reach MCP clients as plain "
-            f"text. Install 'azure-functions>={minimum}'."
+            f"text. Install 'azure-functions>={minimum}'. Under func start on Python 3.11 and 3.12, Core Tools' worker "
+            "loads the azure-functions it bundles ahead of the app's unless PYTHON_ISOLATE_WORKER_DEPENDENCIES=1 (the "
+            "template's local.settings.json sets it)."
         )

@@ -17,6 +17,7 @@ from conftest import ScriptedChatClient, build_app, make_agent
 from worker_metadata import IndexedApp, index, load_template_module, offline_environment, template_app
 
 from agent_host._app import entity_name_for
+from agent_host._local_host.direct_invoker import DirectInvoker
 from agent_host._local_host.functions import discover_functions
 
 # The host's function name rule (ScriptHost.ValidateName), applied case-insensitively.
@@ -156,7 +157,8 @@ def test_routes_stay_out_of_the_hosts_reserved_space(indexed: IndexedApp) -> Non
 
 
 def test_local_host_serves_exactly_the_routes_the_host_is_sent(indexed: IndexedApp) -> None:
-    routes, entities = discover_functions([f.function for f in indexed.functions])
+    functions = [f.function for f in indexed.functions]
+    routes, entities = discover_functions(functions, DirectInvoker(functions, why="to list the routes"))
 
     served = {r.function_name: (r.route.template, set(r.methods or ()), r.auth_level) for r in routes}
     sent = {

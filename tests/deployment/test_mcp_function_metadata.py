@@ -26,6 +26,7 @@ from conftest import ScriptedChatClient, build_app, make_agent
 from hosting import child_pythonpath
 from worker_metadata import ROOT, FunctionMetadata, IndexedApp, index
 
+from agent_host._local_host.direct_invoker import DirectInvoker
 from agent_host._local_host.mcp_tools import discover_mcp_tools
 
 FUNCTION_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,127}$")
@@ -178,7 +179,9 @@ def test_every_function_of_an_app_with_workflows_has_annotations_the_worker_acce
 def test_the_local_host_serves_exactly_the_tools_the_host_is_sent() -> None:
     indexed = mcp_app()
 
-    served = {tool.function_name: tool for tool in discover_mcp_tools([f.function for f in indexed.functions])}
+    functions = [f.function for f in indexed.functions]
+    invoker = DirectInvoker(functions, why="to list the tools")
+    served = {tool.function_name: tool for tool in discover_mcp_tools(functions, invoker)}
 
     sent = tool_functions(indexed)
     assert sorted(served) == sorted(sent)

@@ -28,6 +28,7 @@ HOST_SETTINGS = {
     "AzureWebJobsStorage": "the host and the Durable Functions extension keep their state there",
     "AzureWebJobsFeatureFlags": "EnableWorkerIndexing turns on the v2 programming model on older hosts",
     "PYTHON_ENABLE_INIT_INDEXING": "the Python worker indexes the app at start, which HTTP streams need",
+    "PYTHON_ISOLATE_WORKER_DEPENDENCIES": "Core Tools' worker loads the app's azure-functions, not its own bundled one",
 }
 _ENVIRONMENT_NAMES = {"env", "environ"}
 

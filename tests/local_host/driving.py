@@ -37,7 +37,6 @@ class StateRecorder:
             self.states[instance_id] = state
             return state
 
-        recording.orchestrator_function = handle.orchestrator_function  # type: ignore[attr-defined]
         return recording
 
 

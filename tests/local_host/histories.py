@@ -137,6 +137,6 @@ def replay(handle: Any, history: list[dict[str, Any]], *, instance_id: str, inpu
     orchestrator = Orchestrator(handle.orchestrator_function)
     try:
         state = orchestrator.handle(context)
-    except Exception as exc:
-        state = str(exc)
+    except Exception as exc:  # what the host hears of it: the worker's "Type: message"
+        state = f"{type(exc).__name__}: {exc}"
     return {"state": state, "numbered": context._sequence_number}

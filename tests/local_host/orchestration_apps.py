@@ -70,7 +70,7 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
         return "even" if number % 2 == 0 else "odd"
 
     @app.activity_trigger(input_name="request")
-    def flaky(request: dict[str, Any]) -> str:
+    def flaky(request: dict) -> str:
         key, failures = request["key"], request["failures"]
         log_call("flaky", key)
         FLAKY_FAILURES[key] = FLAKY_FAILURES.get(key, 0) + 1
@@ -107,8 +107,8 @@ def build_orchestration_app(clock: Clock = SYSTEM_CLOCK) -> AgentFunctionApp:
     # extension delivers the `signals` an entity function returns, and so does the local host.
     @app.function_name("relay")
     @app.generic_trigger(arg_name="context", type="entityTrigger", entityName="relay")
-    def relay(context: str) -> str:
-        request = json.loads(context)
+    def relay(context: func.EntityContext) -> str:
+        request = json.loads(context.body)
         results, signals = [], []
         for operation in request["batch"]:
             if operation["name"] == "explode":  # the entity function itself fails: the host retries, then gives up

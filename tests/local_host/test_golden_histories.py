@@ -146,7 +146,7 @@ def test_pattern_history_is_golden_well_formed_and_replays(orchestrations: Orche
     assert golden.exists(), f"{golden} is missing; run with UPDATE_ORCHESTRATION_GOLDENS=1 and review it"
     assert recorded == json.loads(golden.read_text(encoding="utf-8"))
 
-    handle = orchestrations.local.durable_functions.orchestrators[pattern.orchestrator].handle
+    handle = orchestrations.local.durable_functions.orchestrators[pattern.orchestrator].user_function
     replayed = replay(handle, history, instance_id=instance_id, input_text=record.input)
     assert _state(replayed["state"]) == _state(orchestrations.recorder.states[instance_id])
     assert replayed["numbered"] == sum(event["EventType"] in SCHEDULING for event in history)

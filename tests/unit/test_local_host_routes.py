@@ -35,6 +35,20 @@ def test_literal_segments_rank_before_parameters() -> None:
     assert parameter.match(["echo", "fixed", "x"]) == {"first": "fixed", "rest": "x"}
 
 
+def test_an_optional_parameter_matches_with_and_without_its_segment_as_the_functions_host_does() -> None:
+    template = RouteTemplate("files/{folder}/{name?}")
+
+    assert template.match(["files", "docs", "a.txt"]) == {"folder": "docs", "name": "a.txt"}
+    assert template.match(["files", "docs"]) == {"folder": "docs"}
+    assert template.match(["files"]) is None
+    assert template.match(["files", "docs", "a.txt", "more"]) is None
+
+
+def test_an_optional_parameter_before_a_required_segment_is_refused() -> None:
+    with pytest.raises(ValueError, match="may only be followed by optional parameters"):
+        RouteTemplate("files/{name?}/raw")
+
+
 def test_paths_are_split_into_decoded_segments() -> None:
     assert split_path("/api/a%2Fb/c%0Ad/") == ["api", "a/b", "c\nd"]
     assert split_path("/") == []
@@ -42,8 +56,18 @@ def test_paths_are_split_into_decoded_segments() -> None:
 
 @pytest.mark.parametrize(
     "segment",
-    ["{turnId?}", "{mode=auto}", "{id:int}", "{*rest}", "file.{ext}", "{a}{b}", "{}", "{1x}", "x}"],
-    ids=["optional", "default", "constraint", "catch-all", "mixed", "two-parameters", "empty", "bad-name", "brace"],
+    ["{mode=auto}", "{id:int}", "{*rest}", "file.{ext}", "{a}{b}", "{}", "{1x}", "x}", "{a?}x"],
+    ids=[
+        "default",
+        "constraint",
+        "catch-all",
+        "mixed",
+        "two-parameters",
+        "empty",
+        "bad-name",
+        "brace",
+        "optional-text",
+    ],
 )
 def test_syntax_the_app_never_uses_is_refused_with_the_function_named(tmp_path: pathlib.Path, segment: str) -> None:
     app = df.DFApp(http_auth_level=func.AuthLevel.ANONYMOUS)
