@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, ClassVar
 
 from agent_framework import (
+    EXCLUDE_REASON_KEY,
     EXCLUDED_KEY,
     GROUP_ANNOTATION_KEY,
+    GROUP_ID_KEY,
+    SUMMARIZED_BY_SUMMARY_ID_KEY,
+    SUMMARY_OF_GROUP_IDS_KEY,
     SUMMARY_OF_MESSAGE_IDS_KEY,
     AgentResponse,
     HistoryProvider,
@@ -29,6 +33,10 @@ from .._records import message_to_record
 BUFFER_KEY = "messages"
 # Core's compaction names unnamed messages `msg_{position}`; the host names them the same way.
 CORE_ID_PREFIX = "msg_"
+# A summary compaction writes is named `{turn_id}.summary` (`name_new_summaries`).
+SUMMARY_ID_SUFFIX = ".summary"
+# The exclusion reason core's summarizing strategies write on the messages a summary stands for.
+SUMMARIZED_REASON = "summarized"
 
 
 class DurableHistoryProvider(HistoryProvider):
@@ -145,6 +153,77 @@ def assign_transcript_ids(messages: Sequence[Message]) -> None:
         message.message_id = name
         taken.add(name)
         seen.add(name)
+
+
+def name_new_summaries(messages: Sequence[Message], stored: Collection[Message], turn_id: str) -> None:
+    """Give each summary compaction wrote in this turn an id of the turn's own: `{turn_id}.summary`, then
+    `.summary2`, ...; its group and the messages it stands for follow the new id.
+
+    Core names a summary from the list's length (`summary_{len(messages)}`) or from a group id (`tool_summary_...`),
+    which never repeats while nothing is deleted. Retention deletes, so the length comes round again: a new summary
+    would share a stored one's id and group, core would then treat the two as one group and include the older
+    summary again, and the links would name the wrong summary (architecture.md, failure 18). A name from the turn id
+    is never given twice. `stored` holds the messages the run was lent; the others are new.
+    """
+    loaded = {id(message) for message in stored}
+    new = [message for message in messages if id(message) not in loaded and is_compaction_summary(message)]
+    if not new:
+        return
+    taken = {message.message_id for message in messages}
+    # Ids as the run left them: what a summary stands for is named by these, whichever summary is renamed first.
+    named = [(message, message.message_id) for message in messages]
+    # An old name a stored message still holds names that message: only the others move with their summary.
+    held = {message.message_id for message in stored} | {_group_id(message) for message in stored}
+    renamed: dict[str, str] = {}
+    for number, summary in enumerate(new, start=1):
+        name = _free_name(f"{turn_id}{SUMMARY_ID_SUFFIX}", number, taken)
+        old, group = summary.message_id, summary.additional_properties[GROUP_ANNOTATION_KEY]
+        if old:
+            _link_summary(summary, old, name, named)
+        for before, after in ((old, name), (group.get(GROUP_ID_KEY), f"group_{name}")):
+            if isinstance(before, str) and before not in held:
+                renamed[before] = after
+        if isinstance(group.get(GROUP_ID_KEY), str):
+            group[GROUP_ID_KEY] = f"group_{name}"
+        summary.message_id = name
+        taken.add(name)
+    for summary in new:
+        # A summary of this turn's summaries names them by their new ids.
+        group = summary.additional_properties[GROUP_ANNOTATION_KEY]
+        for key in (SUMMARY_OF_MESSAGE_IDS_KEY, SUMMARY_OF_GROUP_IDS_KEY):
+            if isinstance(group.get(key), list):
+                group[key] = [renamed.get(item, item) for item in group[key]]
+
+
+def _group_id(message: Message) -> str | None:
+    group = message.additional_properties.get(GROUP_ANNOTATION_KEY)
+    return group.get(GROUP_ID_KEY) if isinstance(group, dict) else None
+
+
+def _free_name(stem: str, number: int, taken: Collection[str | None]) -> str:
+    name = stem if number == 1 else f"{stem}{number}"
+    while name in taken:
+        number += 1
+        name = f"{stem}{number}"
+    return name
+
+
+def _link_summary(summary: Message, old: str, name: str, named: Sequence[tuple[Message, str | None]]) -> None:
+    """Link the messages `summary` stands for (`named`: each message with the id the run left it), linked to its old
+    id, to `name`.
+
+    When the old id was a stored message's too, core counted the two as one group and included the messages this
+    summary had just excluded again; they are excluded as it wrote.
+    """
+    sources = set(summary.additional_properties[GROUP_ANNOTATION_KEY].get(SUMMARY_OF_MESSAGE_IDS_KEY) or ())
+    for message, message_id in named:
+        props = message.additional_properties
+        group = props.get(GROUP_ANNOTATION_KEY) if message_id in sources else None
+        if message is summary or not isinstance(group, dict) or group.get(SUMMARIZED_BY_SUMMARY_ID_KEY) != old:
+            continue
+        group[SUMMARIZED_BY_SUMMARY_ID_KEY] = name
+        if props.get(EXCLUDE_REASON_KEY) == SUMMARIZED_REASON:
+            props[EXCLUDED_KEY] = True
 
 
 def assign_message_ids(messages: Iterable[Message], turn_id: str, taken: set[str]) -> None:

@@ -18,6 +18,7 @@ from agent_host._conversation.history import (
     DurableHistoryProvider,
     assign_transcript_ids,
     delivered_response,
+    name_new_summaries,
     reconcile_by_message_id,
 )
 from agent_host._records import message_to_record
@@ -252,6 +253,80 @@ def test_naming_twice_changes_nothing() -> None:
 
     assert [m.message_id for m in messages] == first
     assert len(set(first)) == 4
+
+
+# --- name_new_summaries -------------------------------------------------------------------------------------------
+
+
+def linked(text: str, message_id: str, by: str, *, excluded: bool = True) -> Message:
+    """A message a summary stands for, as core's SummarizationStrategy leaves it."""
+    props = {"_excluded": excluded, "_exclude_reason": "summarized", "_group": {"id": f"group_{message_id}"}}
+    props["_group"]["_summarized_by_summary_id"] = by
+    return Message("user", [text], message_id=message_id, additional_properties=props)
+
+
+def written_summary(message_id: str, of: list[str]) -> Message:
+    group = {
+        "id": f"group_{message_id}",
+        "_summary_of_message_ids": of,
+        "_summary_of_group_ids": [f"g_{i}" for i in of],
+    }
+    return Message("assistant", ["Summary."], message_id=message_id, additional_properties={"_group": group})
+
+
+def link_of(message: Message) -> str | None:
+    return message.additional_properties["_group"].get("_summarized_by_summary_id")
+
+
+def test_a_new_summary_taking_a_stored_summarys_id_is_renamed_and_what_it_stands_for_follows() -> None:
+    # After retention deleted messages, core named the new summary `summary_5` again: the stored summary of that
+    # name is now one of the messages it stands for, and core, counting the two as one group, included it again.
+    stored_summary = written_summary("summary_5", ["m1"])
+    stored_summary.additional_properties.update(_excluded=False, _exclude_reason="summarized")
+    stored_summary.additional_properties["_group"]["_summarized_by_summary_id"] = "summary_5"
+    earlier = linked("fact one", "m1", "summary_5")
+    newly = linked("fact two", "m2", "summary_5")
+    new = written_summary("summary_5", ["summary_5", "m2"])
+    buffer = [new, stored_summary, earlier, newly, Message("user", ["newest"], message_id="t7.in")]
+
+    name_new_summaries(buffer, [stored_summary, earlier, newly, buffer[-1]], "t7")
+
+    assert [m.message_id for m in buffer] == ["t7.summary", "summary_5", "m1", "m2", "t7.in"]
+    assert new.additional_properties["_group"]["id"] == "group_t7.summary"
+    assert new.additional_properties["_group"]["_summary_of_message_ids"] == ["summary_5", "m2"]
+    assert [link_of(m) for m in (stored_summary, earlier, newly)] == ["t7.summary", "summary_5", "t7.summary"]
+    assert stored_summary.additional_properties["_excluded"] is True  # excluded again, as core wrote it
+    assert earlier.additional_properties["_excluded"] is True
+
+
+@pytest.mark.parametrize("order", ["newest first", "oldest first"])
+def test_summaries_written_in_one_turn_get_the_turns_ids_and_name_each_other_by_them(order: str) -> None:
+    first = written_summary("summary_3", ["m1"])
+    second = written_summary("summary_9", ["summary_3", "m2"])
+    first.additional_properties.update(_excluded=True, _exclude_reason="summarized")
+    first.additional_properties["_group"]["_summarized_by_summary_id"] = "summary_9"
+    stood_for = [linked("one", "m1", "summary_3"), linked("two", "m2", "summary_9")]
+    taken = Message("user", ["odd, but possible"], message_id="t7.summary")
+    summaries = [second, first] if order == "newest first" else [first, second]
+    buffer = [*summaries, *stood_for, taken]
+
+    name_new_summaries(buffer, [*stood_for, taken], "t7")
+
+    names = {"t7.summary2", "t7.summary3"}
+    assert {second.message_id, first.message_id} == names and summaries[0].message_id == "t7.summary2"
+    assert second.additional_properties["_group"]["_summary_of_message_ids"] == [first.message_id, "m2"]
+    assert second.additional_properties["_group"]["_summary_of_group_ids"] == ["g_summary_3", "g_m2"]
+    assert [link_of(first), *map(link_of, stood_for)] == [second.message_id, first.message_id, second.message_id]
+
+
+def test_a_turn_without_new_summaries_changes_no_id() -> None:
+    stored = [written_summary("summary_4", ["m1"]), linked("one", "m1", "summary_4")]
+    buffer = [*stored, Message("user", ["new"], message_id="t2.in")]
+    before = copy.deepcopy(buffer)
+
+    name_new_summaries(buffer, stored, "t2")
+
+    assert [m.to_dict() for m in buffer] == [m.to_dict() for m in before]
 
 
 # --- delivered_response --------------------------------------------------------------------------------------------
