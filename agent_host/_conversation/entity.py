@@ -42,8 +42,8 @@ from .history import (
     BUFFER_KEY,
     assign_transcript_ids,
     delivered_response,
-    name_new_summaries,
     reconcile_by_message_id,
+    rename_clashing_summaries,
 )
 from .history_plan import HistoryPlan
 from .replies import expired_result, run_result
@@ -344,7 +344,7 @@ class ConversationEntity:
         now = self.clock.now_ms()
         if durable is not None:
             buffer: list[Message] = session.state[durable.source_id].get(BUFFER_KEY, [])
-            name_new_summaries(buffer, history.lent, request.turn_id)
+            rename_clashing_summaries(buffer, history.lent, request.turn_id)
             assign_transcript_ids(buffer)
             state[MESSAGES_KEY] = reconcile_by_message_id(
                 stored, buffer, now, agent_name=state[AGENT_KEY], reuse=history.record_for

@@ -18,7 +18,6 @@ from agent_framework import (
     GROUP_ANNOTATION_KEY,
     GROUP_ID_KEY,
     SUMMARIZED_BY_SUMMARY_ID_KEY,
-    SUMMARY_OF_GROUP_IDS_KEY,
     SUMMARY_OF_MESSAGE_IDS_KEY,
     AgentResponse,
     HistoryProvider,
@@ -33,7 +32,7 @@ from .._records import message_to_record
 BUFFER_KEY = "messages"
 # Core's compaction names unnamed messages `msg_{position}`; the host names them the same way.
 CORE_ID_PREFIX = "msg_"
-# A summary compaction writes is named `{turn_id}.summary` (`name_new_summaries`).
+# A summary written under a name a stored message holds is renamed `{turn_id}.summary` (`rename_clashing_summaries`).
 SUMMARY_ID_SUFFIX = ".summary"
 # The exclusion reason core's summarizing strategies write on the messages a summary stands for.
 SUMMARIZED_REASON = "summarized"
@@ -155,44 +154,41 @@ def assign_transcript_ids(messages: Sequence[Message]) -> None:
         seen.add(name)
 
 
-def name_new_summaries(messages: Sequence[Message], stored: Collection[Message], turn_id: str) -> None:
-    """Give each summary compaction wrote in this turn an id of the turn's own: `{turn_id}.summary`, then
-    `.summary2`, ...; its group and the messages it stands for follow the new id.
+def rename_clashing_summaries(messages: Sequence[Message], stored: Collection[Message], turn_id: str) -> None:
+    """Give a summary compaction wrote in this turn under a name a stored message holds an id of the turn's own:
+    `{turn_id}.summary`, then `.summary2`, ...; its group and the messages it stands for follow the new id.
 
-    Core names a summary from the list's length (`summary_{len(messages)}`) or from a group id (`tool_summary_...`),
-    which never repeats while nothing is deleted. Retention deletes, so the length comes round again: a new summary
-    would share a stored one's id and group, core would then treat the two as one group and include the older
-    summary again, and the links would name the wrong summary (architecture.md, failure 18). A name from the turn id
-    is never given twice. `stored` holds the messages the run was lent; the others are new.
+    Core names a summary from the list's length (`summary_{len(messages)}`) or a group id (`tool_summary_...`),
+    which never repeat while nothing is deleted, so in-process core and the host name alike. Retention deletes, and
+    the length comes round again: the new summary shares a stored message's id and group, core counts the two as one
+    group and includes again what the summary had just excluded, and links would name the wrong summary
+    (architecture.md, failure 18). `stored` holds the messages the run was lent; the others are new. The lists of
+    what a summary stands for stay as core wrote them.
     """
     loaded = {id(message) for message in stored}
-    new = [message for message in messages if id(message) not in loaded and is_compaction_summary(message)]
-    if not new:
+    held = {message.message_id for message in stored} | {_group_id(message) for message in stored}
+    held.discard(None)
+    clashing = [
+        message
+        for message in messages
+        if id(message) not in loaded
+        and is_compaction_summary(message)
+        and (message.message_id in held or _group_id(message) in held)
+    ]
+    if not clashing:
         return
     taken = {message.message_id for message in messages}
     # Ids as the run left them: what a summary stands for is named by these, whichever summary is renamed first.
     named = [(message, message.message_id) for message in messages]
-    # An old name a stored message still holds names that message: only the others move with their summary.
-    held = {message.message_id for message in stored} | {_group_id(message) for message in stored}
-    renamed: dict[str, str] = {}
-    for number, summary in enumerate(new, start=1):
+    for number, summary in enumerate(clashing, start=1):
         name = _free_name(f"{turn_id}{SUMMARY_ID_SUFFIX}", number, taken)
-        old, group = summary.message_id, summary.additional_properties[GROUP_ANNOTATION_KEY]
-        if old:
-            _link_summary(summary, old, name, named)
-        for before, after in ((old, name), (group.get(GROUP_ID_KEY), f"group_{name}")):
-            if isinstance(before, str) and before not in held:
-                renamed[before] = after
+        if summary.message_id:
+            _link_summary(summary, summary.message_id, name, named)
+        group = summary.additional_properties[GROUP_ANNOTATION_KEY]
         if isinstance(group.get(GROUP_ID_KEY), str):
             group[GROUP_ID_KEY] = f"group_{name}"
         summary.message_id = name
         taken.add(name)
-    for summary in new:
-        # A summary of this turn's summaries names them by their new ids.
-        group = summary.additional_properties[GROUP_ANNOTATION_KEY]
-        for key in (SUMMARY_OF_MESSAGE_IDS_KEY, SUMMARY_OF_GROUP_IDS_KEY):
-            if isinstance(group.get(key), list):
-                group[key] = [renamed.get(item, item) for item in group[key]]
 
 
 def _group_id(message: Message) -> str | None:

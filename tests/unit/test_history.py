@@ -18,8 +18,8 @@ from agent_host._conversation.history import (
     DurableHistoryProvider,
     assign_transcript_ids,
     delivered_response,
-    name_new_summaries,
     reconcile_by_message_id,
+    rename_clashing_summaries,
 )
 from agent_host._records import message_to_record
 
@@ -255,7 +255,7 @@ def test_naming_twice_changes_nothing() -> None:
     assert len(set(first)) == 4
 
 
-# --- name_new_summaries -------------------------------------------------------------------------------------------
+# --- rename_clashing_summaries ------------------------------------------------------------------------------------
 
 
 def linked(text: str, message_id: str, by: str, *, excluded: bool = True) -> Message:
@@ -266,11 +266,7 @@ def linked(text: str, message_id: str, by: str, *, excluded: bool = True) -> Mes
 
 
 def written_summary(message_id: str, of: list[str]) -> Message:
-    group = {
-        "id": f"group_{message_id}",
-        "_summary_of_message_ids": of,
-        "_summary_of_group_ids": [f"g_{i}" for i in of],
-    }
+    group = {"id": f"group_{message_id}", "_summary_of_message_ids": of}
     return Message("assistant", ["Summary."], message_id=message_id, additional_properties={"_group": group})
 
 
@@ -289,7 +285,7 @@ def test_a_new_summary_taking_a_stored_summarys_id_is_renamed_and_what_it_stands
     new = written_summary("summary_5", ["summary_5", "m2"])
     buffer = [new, stored_summary, earlier, newly, Message("user", ["newest"], message_id="t7.in")]
 
-    name_new_summaries(buffer, [stored_summary, earlier, newly, buffer[-1]], "t7")
+    rename_clashing_summaries(buffer, [stored_summary, earlier, newly, buffer[-1]], "t7")
 
     assert [m.message_id for m in buffer] == ["t7.summary", "summary_5", "m1", "m2", "t7.in"]
     assert new.additional_properties["_group"]["id"] == "group_t7.summary"
@@ -300,31 +296,32 @@ def test_a_new_summary_taking_a_stored_summarys_id_is_renamed_and_what_it_stands
 
 
 @pytest.mark.parametrize("order", ["newest first", "oldest first"])
-def test_summaries_written_in_one_turn_get_the_turns_ids_and_name_each_other_by_them(order: str) -> None:
-    first = written_summary("summary_3", ["m1"])
-    second = written_summary("summary_9", ["summary_3", "m2"])
-    first.additional_properties.update(_excluded=True, _exclude_reason="summarized")
-    first.additional_properties["_group"]["_summarized_by_summary_id"] = "summary_9"
+def test_summaries_clashing_in_one_turn_get_the_turns_ids_and_keep_their_links(order: str) -> None:
+    # Stored summaries hold `summary_3` and `summary_9`; this turn core wrote a and then b under the same names,
+    # and folded a into b.
+    stored_summaries = [written_summary("summary_3", ["m0"]), written_summary("summary_9", ["m0"])]
+    a = written_summary("summary_3", ["m1"])
+    b = written_summary("summary_9", ["summary_3", "m2"])
+    a.additional_properties.update(_excluded=True, _exclude_reason="summarized")
+    a.additional_properties["_group"]["_summarized_by_summary_id"] = "summary_9"
     stood_for = [linked("one", "m1", "summary_3"), linked("two", "m2", "summary_9")]
-    taken = Message("user", ["odd, but possible"], message_id="t7.summary")
-    summaries = [second, first] if order == "newest first" else [first, second]
-    buffer = [*summaries, *stood_for, taken]
+    new = [b, a] if order == "newest first" else [a, b]
+    buffer = [*new, *stored_summaries, *stood_for]
 
-    name_new_summaries(buffer, [*stood_for, taken], "t7")
+    rename_clashing_summaries(buffer, [*stored_summaries, *stood_for], "t7")
 
-    names = {"t7.summary2", "t7.summary3"}
-    assert {second.message_id, first.message_id} == names and summaries[0].message_id == "t7.summary2"
-    assert second.additional_properties["_group"]["_summary_of_message_ids"] == [first.message_id, "m2"]
-    assert second.additional_properties["_group"]["_summary_of_group_ids"] == ["g_summary_3", "g_m2"]
-    assert [link_of(first), *map(link_of, stood_for)] == [second.message_id, first.message_id, second.message_id]
+    assert [summary.message_id for summary in new] == ["t7.summary", "t7.summary2"]
+    assert [m.message_id for m in stored_summaries] == ["summary_3", "summary_9"]
+    assert [link_of(a), *map(link_of, stood_for)] == [b.message_id, a.message_id, b.message_id]
+    assert [link_of(m) for m in stored_summaries] == [None, None]
 
 
-def test_a_turn_without_new_summaries_changes_no_id() -> None:
+def test_a_new_summary_whose_name_no_stored_message_holds_keeps_cores_name() -> None:
     stored = [written_summary("summary_4", ["m1"]), linked("one", "m1", "summary_4")]
-    buffer = [*stored, Message("user", ["new"], message_id="t2.in")]
+    buffer = [written_summary("summary_6", ["summary_4"]), *stored, Message("user", ["new"], message_id="t2.in")]
     before = copy.deepcopy(buffer)
 
-    name_new_summaries(buffer, stored, "t2")
+    rename_clashing_summaries(buffer, stored, "t2")
 
     assert [m.to_dict() for m in buffer] == [m.to_dict() for m in before]
 
