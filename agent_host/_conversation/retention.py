@@ -470,9 +470,9 @@ def _with_linked(
 def _evictable_groups(records: Sequence[dict[str, Any]]) -> list[list[int]]:
     """Indices of each evictable message group, oldest group first, by core's grouping.
 
-    Grouping runs on detached copies with compaction's annotations cleared: an exclusion is no consent to
-    delete, so it must neither hide a message nor make it a preferred victim, and nothing here may write into
-    the stored records. A group is protected when any of its messages is a system message or belongs to the
+    Grouping runs on detached copies with compaction's annotations cleared: an exclusion must not hide a message
+    (only a summary standing for it makes it an early victim, in `_eviction_steps`), and nothing here may write
+    into the stored records. A group is protected when any of its messages is a system message or belongs to the
     newest exchange (from the last user message on).
     """
     if not records:
