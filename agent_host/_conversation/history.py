@@ -166,15 +166,12 @@ def rename_clashing_summaries(messages: Sequence[Message], stored: Collection[Me
     what a summary stands for stay as core wrote them.
     """
     loaded = {id(message) for message in stored}
+    written = [message for message in messages if id(message) not in loaded and is_compaction_summary(message)]
+    if not written:
+        return
     held = {message.message_id for message in stored} | {_group_id(message) for message in stored}
     held.discard(None)
-    clashing = [
-        message
-        for message in messages
-        if id(message) not in loaded
-        and is_compaction_summary(message)
-        and (message.message_id in held or _group_id(message) in held)
-    ]
+    clashing = [message for message in written if message.message_id in held or _group_id(message) in held]
     if not clashing:
         return
     taken = {message.message_id for message in messages}
