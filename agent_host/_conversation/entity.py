@@ -38,7 +38,13 @@ from .._streaming.channel import TurnStreamStore, stream_key
 from .._telemetry import telemetry
 from .approvals import answer_contents, pending_from_response, remaining_after
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
-from .history import BUFFER_KEY, assign_transcript_ids, delivered_response, reconcile_by_message_id
+from .history import (
+    BUFFER_KEY,
+    assign_transcript_ids,
+    delivered_response,
+    reconcile_by_message_id,
+    rename_clashing_summaries,
+)
 from .history_plan import HistoryPlan
 from .replies import expired_result, run_result
 from .retention import Receipts, apply_retention_settings, make_room_for_turn, retain_after_turn
@@ -338,6 +344,7 @@ class ConversationEntity:
         now = self.clock.now_ms()
         if durable is not None:
             buffer: list[Message] = session.state[durable.source_id].get(BUFFER_KEY, [])
+            rename_clashing_summaries(buffer, history.lent, request.turn_id)
             assign_transcript_ids(buffer)
             state[MESSAGES_KEY] = reconcile_by_message_id(
                 stored, buffer, now, agent_name=state[AGENT_KEY], reuse=history.record_for

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, ClassVar
 
 from agent_framework import (
+    EXCLUDE_REASON_KEY,
     EXCLUDED_KEY,
     GROUP_ANNOTATION_KEY,
+    GROUP_ID_KEY,
+    SUMMARIZED_BY_SUMMARY_ID_KEY,
     SUMMARY_OF_MESSAGE_IDS_KEY,
     AgentResponse,
     HistoryProvider,
@@ -29,6 +32,10 @@ from .._records import message_to_record
 BUFFER_KEY = "messages"
 # Core's compaction names unnamed messages `msg_{position}`; the host names them the same way.
 CORE_ID_PREFIX = "msg_"
+# A summary written under a name a stored message holds is renamed `{turn_id}.summary` (`rename_clashing_summaries`).
+SUMMARY_ID_SUFFIX = ".summary"
+# The exclusion reason core's summarizing strategies write on the messages a summary stands for.
+SUMMARIZED_REASON = "summarized"
 
 
 class DurableHistoryProvider(HistoryProvider):
@@ -145,6 +152,71 @@ def assign_transcript_ids(messages: Sequence[Message]) -> None:
         message.message_id = name
         taken.add(name)
         seen.add(name)
+
+
+def rename_clashing_summaries(messages: Sequence[Message], stored: Collection[Message], turn_id: str) -> None:
+    """Give a summary compaction wrote in this turn under a name a stored message holds an id of the turn's own:
+    `{turn_id}.summary`, then `.summary2`, ...; its group and the messages it stands for follow the new id.
+
+    Core names a summary from the list's length (`summary_{len(messages)}`) or a group id (`tool_summary_...`),
+    which never repeat while nothing is deleted, so in-process core and the host name alike. Retention deletes, and
+    the length comes round again: the new summary shares a stored message's id and group, core counts the two as one
+    group and includes again what the summary had just excluded, and links would name the wrong summary
+    (architecture.md, failure 18). `stored` holds the messages the run was lent; the others are new. The lists of
+    what a summary stands for stay as core wrote them.
+    """
+    loaded = {id(message) for message in stored}
+    written = [message for message in messages if id(message) not in loaded and is_compaction_summary(message)]
+    if not written:
+        return
+    held = {message.message_id for message in stored} | {_group_id(message) for message in stored}
+    held.discard(None)
+    clashing = [message for message in written if message.message_id in held or _group_id(message) in held]
+    if not clashing:
+        return
+    taken = {message.message_id for message in messages}
+    # Ids as the run left them: what a summary stands for is named by these, whichever summary is renamed first.
+    named = [(message, message.message_id) for message in messages]
+    for number, summary in enumerate(clashing, start=1):
+        name = _free_name(f"{turn_id}{SUMMARY_ID_SUFFIX}", number, taken)
+        if summary.message_id:
+            _link_summary(summary, summary.message_id, name, named)
+        group = summary.additional_properties[GROUP_ANNOTATION_KEY]
+        if isinstance(group.get(GROUP_ID_KEY), str):
+            group[GROUP_ID_KEY] = f"group_{name}"
+        summary.message_id = name
+        taken.add(name)
+
+
+def _group_id(message: Message) -> str | None:
+    group = message.additional_properties.get(GROUP_ANNOTATION_KEY)
+    return group.get(GROUP_ID_KEY) if isinstance(group, dict) else None
+
+
+def _free_name(stem: str, number: int, taken: Collection[str | None]) -> str:
+    name = stem if number == 1 else f"{stem}{number}"
+    while name in taken:
+        number += 1
+        name = f"{stem}{number}"
+    return name
+
+
+def _link_summary(summary: Message, old: str, name: str, named: Sequence[tuple[Message, str | None]]) -> None:
+    """Link the messages `summary` stands for (`named`: each message with the id the run left it), linked to its old
+    id, to `name`.
+
+    When the old id was a stored message's too, core counted the two as one group and included the messages this
+    summary had just excluded again; they are excluded as it wrote.
+    """
+    sources = set(summary.additional_properties[GROUP_ANNOTATION_KEY].get(SUMMARY_OF_MESSAGE_IDS_KEY) or ())
+    for message, message_id in named:
+        props = message.additional_properties
+        group = props.get(GROUP_ANNOTATION_KEY) if message_id in sources else None
+        if message is summary or not isinstance(group, dict) or group.get(SUMMARIZED_BY_SUMMARY_ID_KEY) != old:
+            continue
+        group[SUMMARIZED_BY_SUMMARY_ID_KEY] = name
+        if props.get(EXCLUDE_REASON_KEY) == SUMMARIZED_REASON:
+            props[EXCLUDED_KEY] = True
 
 
 def assign_message_ids(messages: Iterable[Message], turn_id: str, taken: set[str]) -> None:

@@ -5,15 +5,17 @@ Modes (per conversation, in the entity state):
 - ``keep_all`` never deletes messages; a turn that would take the state over its budget is refused before the
   model runs.
 - ``auto`` deletes only under pressure: once the stored state reaches the high watermark it brings it down to the
-  low watermark, first dropping the answer copies old turn receipts keep, then evicting the oldest message groups.
+  low watermark, first dropping the answer copies old turn receipts keep, then evicting message groups: first
+  those a stored compaction summary stands for (the model is sent the summary, not them), then the oldest.
 - ``follow_compaction`` first deletes what compaction excluded, then applies the same pressure eviction.
 
 The budget covers the whole state. Turn receipts get at most `RECEIPT_SHARE` of it in every mode; past that the
 oldest receipts go (their turns answer 410). Everything is measured on the exact bytes the entity stores
 (`encode_state`). Core's message grouping decides what goes together, so a tool call and its results are evicted
-together or not at all. System messages and the newest exchange (with the answer being delivered) are never
-evicted (architecture.md, failures 6, 7, 8 and 14). The functions here are pure: they take the JSON-shaped state
-and return a new one, leaving the input unchanged.
+together or not at all, and a summary never leaves before the messages it stands for: a message stays excluded
+only by a summary that is stored. System messages and the newest exchange (with the answer being delivered) are
+never evicted (architecture.md, failures 6, 7, 8, 14 and 18). The functions here are pure: they take the
+JSON-shaped state and return a new one, leaving the input unchanged.
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_framework import EXCLUDED_KEY, CharacterEstimatorTokenizer
+from agent_framework import (
+    EXCLUDE_REASON_KEY,
+    EXCLUDED_KEY,
+    GROUP_ANNOTATION_KEY,
+    SUMMARIZED_BY_SUMMARY_ID_KEY,
+    CharacterEstimatorTokenizer,
+)
 from agent_framework._compaction import group_messages
 
 from .._errors import StateCapacityExceededError
@@ -209,6 +217,9 @@ def enforce_retention(
     """
     settings = retention_of(state)
     budget = settings.max_state_bytes
+    repaired = _reinstate_orphaned_exclusions(state)
+    if repaired is not state:
+        state, text = repaired, None
     text = encode_state(state) if text is None else text
     size = _utf8_len(text)
     new = state
@@ -345,7 +356,7 @@ def _drop_answer_copies(state: StoredState, receipts: Receipts, needed: int) -> 
 def _evict_under_pressure(
     state: StoredState, text: str, size: int, settings: RetentionSettings, receipts: Receipts, now_ms: int
 ) -> tuple[StoredState, str, int, list[str], list[str], int]:
-    """Evict the oldest evictable groups until the state is down to the low watermark.
+    """Evict groups in `_eviction_steps` order until the state is down to the low watermark.
 
     Aims at the budget itself when what may not be evicted is already over the low watermark, and evicts
     nothing when it is over the budget. A receipt naming an evicted message expires with it. Returns the new
@@ -353,8 +364,8 @@ def _evict_under_pressure(
     evicted.
     """
     records: list[dict[str, Any]] = state.get(MESSAGES_KEY) or []
-    groups = _evictable_groups(records)
-    encoded = {index: encode_state(records[index]) for group in groups for index in group}
+    steps = _eviction_steps(records, _evictable_groups(records))
+    encoded = {index: encode_state(records[index]) for step in steps for index in step}
     turns = state.get(TURNS_KEY) or {}
     named = named_messages(turns)
     receipt_cost = _receipt_costs(state)
@@ -371,43 +382,97 @@ def _evict_under_pressure(
     protected = size - sum(cost.values())
     low = math.floor(settings.max_state_bytes * settings.low_watermark)
     target = low if protected <= low else settings.max_state_bytes
-    if protected > target or not groups:
+    if protected > target or not steps:
         return state, text, size, [], [], protected
 
     budget = TokenBudget.calibrated(target - protected, list(encoded.values()))
     kept_tokens = budget.tokens_for(sum(cost.values()))
     count = 0
-    while count < len(groups) and kept_tokens > budget.tokens:
-        kept_tokens -= budget.tokens_for(sum(cost[index] for index in groups[count]))
+    while count < len(steps) and kept_tokens > budget.tokens:
+        kept_tokens -= budget.tokens_for(sum(cost[index] for index in steps[count]))
         count += 1
     logger.info(
         "Conversation %s is at %d of %d bytes: keeping ~%.0f tokens of evictable messages (%.2f bytes a token), "
-        "evicting the %d oldest of %d evictable groups",
+        "evicting %d of %d eviction steps",
         state.get(CONVERSATION_ID_KEY, "?"),
         size,
         settings.max_state_bytes,
         budget.tokens,
         budget.bytes_per_token,
         count,
-        len(groups),
+        len(steps),
     )
     while True:
         # The plan was made before the truncation record grew by its new numbers: the exact bytes decide.
-        evicted = [records[index]["id"] for group in groups[:count] for index in group]
+        evicted = [records[index]["id"] for index in sorted(index for step in steps[:count] for index in step)]
         new, expired = _without(state, set(evicted), receipts, now_ms) if evicted else (state, [])
         text = encode_state(new) if evicted else text
         size = _utf8_len(text)
-        if size <= target or count == len(groups):
+        if size <= target or count == len(steps):
             return new, text, size, evicted, expired, protected
         count += 1
+
+
+def _eviction_steps(records: Sequence[dict[str, Any]], groups: list[list[int]]) -> list[list[int]]:
+    """The evictable groups in the order pressure eviction takes them, each step with what must leave with it.
+
+    Groups a stored summary stands for go first, oldest first: the model is sent the summary instead of them, so
+    deleting them loses nothing it sees. Then the rest, oldest first. A summary leaves with every message still
+    linked to it (transitively, for a summary of summaries), so no stored message is ever excluded by a summary that
+    is gone (architecture.md, failure 18); a summary standing for a message that may not be evicted stays. Every
+    prefix of the steps is closed under those links.
+    """
+    linked: dict[int, list[int]] = {}
+    for index, summary in _summary_links(records).items():
+        linked.setdefault(summary, []).append(index)
+    if not linked:
+        return groups
+    stood_for = {index for members in linked.values() for index in members if _is_excluded(records[index])}
+    group_at = {index: number for number, group in enumerate(groups) for index in group}
+
+    def rank(number: int) -> tuple[bool, bool, int]:
+        # Stood-for groups before the rest; among them the leaves (a summary only once what it stands for is gone).
+        first = all(index in stood_for for index in groups[number])
+        return not first, first and any(index in linked for index in groups[number]), groups[number][0]
+
+    order = sorted(range(len(groups)), key=rank)
+    taken: set[int] = set()
+    steps: list[list[int]] = []
+    for number in order:
+        if number in taken:
+            continue
+        step = _with_linked(number, groups, linked, group_at, taken)
+        if step is not None:
+            taken.update(step)
+            steps.append(sorted(index for member in step for index in groups[member]))
+    return steps
+
+
+def _with_linked(
+    number: int, groups: list[list[int]], linked: Mapping[int, list[int]], group_at: Mapping[int, int], taken: set[int]
+) -> set[int] | None:
+    """Group `number` and every group not yet taken that links to a summary in it, transitively; None when one of
+    those messages may not be evicted."""
+    step = {number}
+    pending = [number]
+    while pending:
+        for index in groups[pending.pop()]:
+            for member in linked.get(index, ()):
+                group = group_at.get(member)
+                if group is None:
+                    return None
+                if group not in step and group not in taken:
+                    step.add(group)
+                    pending.append(group)
+    return step
 
 
 def _evictable_groups(records: Sequence[dict[str, Any]]) -> list[list[int]]:
     """Indices of each evictable message group, oldest group first, by core's grouping.
 
-    Grouping runs on detached copies with compaction's annotations cleared: an exclusion is no consent to
-    delete, so it must neither hide a message nor make it a preferred victim, and nothing here may write into
-    the stored records. A group is protected when any of its messages is a system message or belongs to the
+    Grouping runs on detached copies with compaction's annotations cleared: an exclusion must not hide a message
+    (only a summary standing for it makes it an early victim, in `_eviction_steps`), and nothing here may write
+    into the stored records. A group is protected when any of its messages is a system message or belongs to the
     newest exchange (from the last user message on).
     """
     if not records:
@@ -435,15 +500,72 @@ def _newest_exchange_start(records: Sequence[dict[str, Any]]) -> int:
 
 
 def _compacted_ids(records: Sequence[dict[str, Any]]) -> list[str]:
-    """Ids of the evictable groups compaction excluded entirely (`follow_compaction` deletes them)."""
-    if not any((record.get(PROPS_KEY) or {}).get(EXCLUDED_KEY) for record in records):
+    """Ids of the evictable groups compaction excluded entirely (`follow_compaction` deletes them).
+
+    A summary among them stays while a message it stands for stays (architecture.md, failure 18).
+    """
+    if not any(_is_excluded(record) for record in records):
         return []
-    return [
-        records[index]["id"]
-        for group in _evictable_groups(records)
-        if all((records[index].get(PROPS_KEY) or {}).get(EXCLUDED_KEY) for index in group)
-        for index in group
-    ]
+    compacted = [group for group in _evictable_groups(records) if all(_is_excluded(records[i]) for i in group)]
+    links = _summary_links(records)
+    doomed = {index for group in compacted for index in group}
+    # A summary a staying message is linked to stays, and so, in turn, does the summary it is linked to.
+    while held := {summary for index, summary in links.items() if index not in doomed and summary in doomed}:
+        compacted = [group for group in compacted if held.isdisjoint(group)]
+        doomed = {index for group in compacted for index in group}
+    return [records[index]["id"] for group in compacted for index in group]
+
+
+def _reinstate_orphaned_exclusions(state: StoredState) -> StoredState:
+    """`state` with every message excluded by a summary that is no longer stored included again.
+
+    The model would be sent neither the message nor its summary. Core treats a summary it cannot find the same way
+    (its exclusions are dropped). Only states retention wrote before summaries were evicted with what they stand
+    for have such messages (architecture.md, failure 18).
+    """
+    records: list[dict[str, Any]] = state.get(MESSAGES_KEY) or []
+    linked = [index for index, record in enumerate(records) if _is_excluded(record) and _summary_link(record)]
+    if not linked:
+        return state
+    stored = {record["id"] for record in records}
+    orphaned = [index for index in linked if _summary_link(records[index]) not in stored]
+    if not orphaned:
+        return state
+    repaired = list(records)
+    for index in orphaned:
+        props = copy.deepcopy(records[index][PROPS_KEY])
+        props.pop(EXCLUDED_KEY, None)
+        props.pop(EXCLUDE_REASON_KEY, None)
+        props[GROUP_ANNOTATION_KEY].pop(SUMMARIZED_BY_SUMMARY_ID_KEY, None)
+        repaired[index] = {**records[index], PROPS_KEY: props}
+    logger.warning(
+        "Conversation %s: included %d messages again whose summary is no longer stored",
+        state.get(CONVERSATION_ID_KEY, "?"),
+        len(orphaned),
+    )
+    return {**state, MESSAGES_KEY: repaired}
+
+
+def _summary_links(records: Sequence[dict[str, Any]]) -> dict[int, int]:
+    """For each stored message a stored compaction summary stands for, the summary's position."""
+    links = {index: link for index, record in enumerate(records) if (link := _summary_link(record)) is not None}
+    if not links:
+        return {}
+    position = {record["id"]: index for index, record in enumerate(records)}
+    return {index: position[link] for index, link in links.items() if position.get(link, index) != index}
+
+
+def _summary_link(record: Mapping[str, Any]) -> str | None:
+    """The id of the compaction summary that stands for this stored message, if one does."""
+    props = record.get(PROPS_KEY)
+    group = props.get(GROUP_ANNOTATION_KEY) if props else None
+    link = group.get(SUMMARIZED_BY_SUMMARY_ID_KEY) if isinstance(group, dict) else None
+    return link if isinstance(link, str) else None
+
+
+def _is_excluded(record: Mapping[str, Any]) -> bool:
+    props = record.get(PROPS_KEY)
+    return bool(props and props.get(EXCLUDED_KEY))
 
 
 def _without(state: StoredState, ids: set[str], receipts: Receipts, now_ms: int) -> tuple[StoredState, list[str]]:

@@ -15,8 +15,9 @@ from agent_framework import Agent, CompactionProvider, InMemoryHistoryProvider, 
 from conftest import build_app
 from hosting import RunningHost
 
-from agent_host import OfflineChatClient
+from agent_host import HostSettings, OfflineChatClient, RetentionSettings
 
+CONVERSATION = "/api/agents/assistant/conversations/long"
 MESSAGES = "/api/agents/assistant/conversations/long/messages"
 TURNS = "/api/agents/assistant/conversations/long/turns"
 
@@ -27,7 +28,7 @@ def get_weather(city: str) -> str:
     return f"The weather in {city} is mild."
 
 
-def compacting_app() -> Any:
+def compacting_app(retention: RetentionSettings | None = None) -> Any:
     client = OfflineChatClient()
     history = InMemoryHistoryProvider(skip_excluded=True)
     compaction = CompactionProvider(
@@ -37,7 +38,7 @@ def compacting_app() -> Any:
     agent = Agent(
         client, "Remember facts.", name="assistant", tools=[get_weather], context_providers=[history, compaction]
     )
-    return build_app(agent)
+    return build_app(agent, settings=HostSettings(retention=retention) if retention else None)
 
 
 @pytest.fixture
@@ -124,3 +125,27 @@ def test_include_excluded_must_be_true_or_false(host: RunningHost) -> None:
     assert reply.json()["error"]["code"] == "invalid_query"
     assert "includeExcluded: Input should be a valid boolean" in reply.json()["error"]["message"]
     assert "(got 'maybe')" in reply.json()["error"]["message"]
+
+
+def test_after_eviction_every_summary_link_names_a_stored_message_and_the_summary_still_answers(
+    tmp_path: Path,
+) -> None:
+    # A small budget: retention deletes under pressure while compaction keeps summarizing (architecture.md, 18).
+    running = RunningHost(lambda: compacting_app(RetentionSettings(max_state_bytes=8192)), tmp_path)
+    try:
+        filler = " ".join(["and the durable entity keeps this conversation within its budget"] * 2)
+        converse(running, "My name is Grace.", *(f"My code {chr(97 + n)} is {n}, {filler}." for n in range(20)))
+        (answer,) = converse(running, "What is my name?")
+
+        conversation = running.request("GET", CONVERSATION).json()
+        stored = running.request("GET", f"{MESSAGES}?includeExcluded=true").json()["messages"]
+    finally:
+        running.stop()
+
+    assert conversation["truncation"]["evictedMessages"] > 0
+    assert "My name is Grace." not in [m["text"] for m in stored]  # deleted; a summary stands for it
+    ids = {m["messageId"] for m in stored}
+    links = [m["summarizedBy"] for m in stored if "summarizedBy" in m]
+    assert links and set(links) <= ids
+    assert [m["messageId"] for m in stored if m["excluded"] and m.get("summarizedBy") not in ids] == []
+    assert answer == "[offline model] Your name is Grace."

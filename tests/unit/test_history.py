@@ -19,6 +19,7 @@ from agent_host._conversation.history import (
     assign_transcript_ids,
     delivered_response,
     reconcile_by_message_id,
+    rename_clashing_summaries,
 )
 from agent_host._records import message_to_record
 
@@ -252,6 +253,77 @@ def test_naming_twice_changes_nothing() -> None:
 
     assert [m.message_id for m in messages] == first
     assert len(set(first)) == 4
+
+
+# --- rename_clashing_summaries ------------------------------------------------------------------------------------
+
+
+def linked(text: str, message_id: str, by: str, *, excluded: bool = True) -> Message:
+    """A message a summary stands for, as core's SummarizationStrategy leaves it."""
+    props = {"_excluded": excluded, "_exclude_reason": "summarized", "_group": {"id": f"group_{message_id}"}}
+    props["_group"]["_summarized_by_summary_id"] = by
+    return Message("user", [text], message_id=message_id, additional_properties=props)
+
+
+def written_summary(message_id: str, of: list[str]) -> Message:
+    group = {"id": f"group_{message_id}", "_summary_of_message_ids": of}
+    return Message("assistant", ["Summary."], message_id=message_id, additional_properties={"_group": group})
+
+
+def link_of(message: Message) -> str | None:
+    return message.additional_properties["_group"].get("_summarized_by_summary_id")
+
+
+def test_a_new_summary_taking_a_stored_summarys_id_is_renamed_and_what_it_stands_for_follows() -> None:
+    # After retention deleted messages, core named the new summary `summary_5` again: the stored summary of that
+    # name is now one of the messages it stands for, and core, counting the two as one group, included it again.
+    stored_summary = written_summary("summary_5", ["m1"])
+    stored_summary.additional_properties.update(_excluded=False, _exclude_reason="summarized")
+    stored_summary.additional_properties["_group"]["_summarized_by_summary_id"] = "summary_5"
+    earlier = linked("fact one", "m1", "summary_5")
+    newly = linked("fact two", "m2", "summary_5")
+    new = written_summary("summary_5", ["summary_5", "m2"])
+    buffer = [new, stored_summary, earlier, newly, Message("user", ["newest"], message_id="t7.in")]
+
+    rename_clashing_summaries(buffer, [stored_summary, earlier, newly, buffer[-1]], "t7")
+
+    assert [m.message_id for m in buffer] == ["t7.summary", "summary_5", "m1", "m2", "t7.in"]
+    assert new.additional_properties["_group"]["id"] == "group_t7.summary"
+    assert new.additional_properties["_group"]["_summary_of_message_ids"] == ["summary_5", "m2"]
+    assert [link_of(m) for m in (stored_summary, earlier, newly)] == ["t7.summary", "summary_5", "t7.summary"]
+    assert stored_summary.additional_properties["_excluded"] is True  # excluded again, as core wrote it
+    assert earlier.additional_properties["_excluded"] is True
+
+
+@pytest.mark.parametrize("order", ["newest first", "oldest first"])
+def test_summaries_clashing_in_one_turn_get_the_turns_ids_and_keep_their_links(order: str) -> None:
+    # Stored summaries hold `summary_3` and `summary_9`; this turn core wrote a and then b under the same names,
+    # and folded a into b.
+    stored_summaries = [written_summary("summary_3", ["m0"]), written_summary("summary_9", ["m0"])]
+    a = written_summary("summary_3", ["m1"])
+    b = written_summary("summary_9", ["summary_3", "m2"])
+    a.additional_properties.update(_excluded=True, _exclude_reason="summarized")
+    a.additional_properties["_group"]["_summarized_by_summary_id"] = "summary_9"
+    stood_for = [linked("one", "m1", "summary_3"), linked("two", "m2", "summary_9")]
+    new = [b, a] if order == "newest first" else [a, b]
+    buffer = [*new, *stored_summaries, *stood_for]
+
+    rename_clashing_summaries(buffer, [*stored_summaries, *stood_for], "t7")
+
+    assert [summary.message_id for summary in new] == ["t7.summary", "t7.summary2"]
+    assert [m.message_id for m in stored_summaries] == ["summary_3", "summary_9"]
+    assert [link_of(a), *map(link_of, stood_for)] == [b.message_id, a.message_id, b.message_id]
+    assert [link_of(m) for m in stored_summaries] == [None, None]
+
+
+def test_a_new_summary_whose_name_no_stored_message_holds_keeps_cores_name() -> None:
+    stored = [written_summary("summary_4", ["m1"]), linked("one", "m1", "summary_4")]
+    buffer = [written_summary("summary_6", ["summary_4"]), *stored, Message("user", ["new"], message_id="t2.in")]
+    before = copy.deepcopy(buffer)
+
+    rename_clashing_summaries(buffer, stored, "t2")
+
+    assert [m.to_dict() for m in buffer] == [m.to_dict() for m in before]
 
 
 # --- delivered_response --------------------------------------------------------------------------------------------

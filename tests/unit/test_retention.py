@@ -397,6 +397,140 @@ def test_follow_compaction_then_evicts_under_pressure_like_auto() -> None:
     assert outcome.state_bytes <= low_bytes(state)
 
 
+# -- summaries: a summary and what it stands for -----------------------------------------------------------------
+
+
+def summary_of(message_id: str, ids: list[str], *, by: str | None = None) -> dict[str, Any]:
+    """A compaction summary standing for `ids`; itself summarized into `by` when given."""
+    group: dict[str, Any] = {"id": f"group_{message_id}", "kind": "assistant_text", "index": 0}
+    group["_summary_of_message_ids"] = list(ids)
+    props: dict[str, Any] = {"_excluded": False, "_group": group}
+    if by is not None:
+        props.update(_excluded=True, _exclude_reason="summarized")
+        group["_summarized_by_summary_id"] = by
+    return text(message_id, "assistant", f"Summary of {len(ids)} earlier messages. " + "s" * 60, props)
+
+
+def summarized(record: dict[str, Any], by: str) -> dict[str, Any]:
+    record["props"] = {
+        "_excluded": True,
+        "_exclude_reason": "summarized",
+        "_group": {"id": f"group_{record['id']}", "kind": "user", "index": 0, "_summarized_by_summary_id": by},
+    }
+    return record
+
+
+def orphans(records: list[dict[str, Any]]) -> list[str]:
+    """Stored messages linked to a summary that is not stored."""
+    stored = {record["id"] for record in records}
+    links = {r["id"]: (r.get("props") or {}).get("_group", {}).get("_summarized_by_summary_id") for r in records}
+    return [message_id for message_id, link in links.items() if link is not None and link not in stored]
+
+
+def test_auto_evicts_what_a_stored_summary_stands_for_before_anything_the_model_is_sent() -> None:
+    stood_for = [summarized(record, "s1") for number in range(10) for record in exchange(number)]
+    newer = [record for number in range(10, 30) for record in exchange(number)]
+    records = [summary_of("s1", [r["id"] for r in stood_for]), *stood_for, *newer]
+    state = state_of(records)
+    with_budget(state, budget_for(state, 0.9))
+
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
+
+    evicted = len(records) - len(outcome.state["messages"])
+    assert 0 < evicted < len(stood_for)  # the control: pressure took part of what the summary stands for
+    assert outcome.evicted_ids == tuple(record["id"] for record in stood_for[:evicted])
+    assert outcome.state["messages"] == [records[0], *stood_for[evicted:], *newer]
+    assert outcome.state_bytes <= low_bytes(state)
+
+
+@pytest.mark.parametrize("fill", [0.87, 0.9, 0.95, 1.1, 1.6, 3.0])
+def test_a_summary_of_summaries_never_leaves_before_what_it_stands_for(fill: float) -> None:
+    # Core inserts a summary where the oldest message it replaced stood: s2 stands for s1 and a*, s1 for m*.
+    first = [summarized(record, "s1") for number in range(4) for record in exchange(number, padding=400)]
+    second = [summarized(record, "s2") for number in range(4, 6) for record in exchange(number, padding=400)]
+    older_summary = summary_of("s1", [r["id"] for r in first], by="s2")
+    live = summary_of("s2", ["s1", *(r["id"] for r in second)])
+    newer = [record for number in range(6, 20) for record in exchange(number, padding=400)]
+    records = [live, older_summary, *first, *second, *newer]
+    state = state_of(records)
+    with_budget(state, budget_for(state, fill))
+
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
+
+    kept = survivors_ids(outcome.state)
+    assert outcome.evicted_ids  # the control: every fill is over the high watermark
+    assert orphans(outcome.state["messages"]) == []
+    assert [record for record in records if record["id"] in kept] == outcome.state["messages"]  # as written
+    # What the model is not sent goes first, and s1 only after the messages it stands for; then by age.
+    order = [r["id"] for r in (*first, *second)] + ["s1", "s2"] + [r["id"] for r in newer]
+    assert set(outcome.evicted_ids) == set(order[: len(outcome.evicted_ids)])
+    assert list(outcome.evicted_ids) == [record["id"] for record in records if record["id"] in outcome.evicted_ids]
+    assert kept[-2:] == ["t19.in", "t19.0"]
+
+
+def test_a_summary_standing_for_a_message_that_may_not_be_evicted_stays() -> None:
+    records = [record for number in range(12) for record in exchange(number)]
+    newest = summarized(records[-2], "s1")  # odd, but a summary may stand for the newest exchange's question
+    records.insert(0, summary_of("s1", [newest["id"]]))
+    state = state_of(records, budget=4096)
+
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
+
+    kept = survivors_ids(outcome.state)
+    assert outcome.evicted_ids[0] == "t0.in"  # s1 is the oldest message, and stays
+    assert kept[0] == "s1" and kept[-2:] == ["t11.in", "t11.0"] and len(kept) < len(records) / 2
+    assert orphans(outcome.state["messages"]) == []
+
+
+def test_follow_compaction_keeps_a_summary_a_staying_message_is_linked_to() -> None:
+    group = tool_group("half", results=1, size=100)
+    summarized(group[0], "s1")  # the call is summarized, its result is not: the group stays
+    group[1]["props"] = included("group_half.call")
+    whole = tool_group("whole", results=1, size=100)
+    for record in whole:
+        summarized(record, "s2")
+    records = [
+        {**summary_of("s1", ["half.call"]), "props": excluded("sliding_window", "group_s1")},
+        {**summary_of("s2", [r["id"] for r in whole]), "props": excluded("sliding_window", "group_s2")},
+        *group,
+        *whole,
+        text("t9.in", "user", "newest"),
+        text("t9.0", "assistant", "newest answer"),
+    ]
+    records[0]["props"]["_group"]["_summary_of_message_ids"] = ["half.call"]
+    records[1]["props"]["_group"]["_summary_of_message_ids"] = [r["id"] for r in whole]
+    state = state_of(records, mode="follow_compaction", budget=1_000_000)
+
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
+
+    # s2 and everything it stands for were excluded whole and go; s1 stays while half.call does.
+    assert outcome.followed_ids == ("s2", "whole.call", "whole.result0")
+    assert survivors_ids(outcome.state) == ["s1", "half.call", "half.result0", "t9.in", "t9.0"]
+    assert orphans(outcome.state["messages"]) == []
+
+
+def test_a_message_excluded_by_a_summary_no_longer_stored_is_included_again(caplog: pytest.LogCaptureFixture) -> None:
+    # What retention before failure 18's fix left behind: the summary evicted, what it stood for stored and excluded.
+    lost = [summarized(record, "summary_gone") for record in exchange(0)]
+    covered = [summarized(record, "s1") for record in exchange(1)]
+    records = [*lost, summary_of("s1", [r["id"] for r in covered]), *covered, *exchange(2)]
+    state = state_of(records, budget=1_000_000)
+    before = copy.deepcopy(state)
+
+    with caplog.at_level(logging.WARNING, logger="agent_host.retention"):
+        outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS)
+
+    repaired = outcome.state["messages"]
+    assert [record.get("props") for record in repaired[:2]] == [
+        {"_group": {"id": "group_t0.in", "kind": "user", "index": 0}},
+        {"_group": {"id": "group_t0.0", "kind": "user", "index": 0}},
+    ]
+    assert repaired[2:] == records[2:]  # what a stored summary stands for stays excluded
+    assert outcome.evicted_ids == () and outcome.text == encode_state(outcome.state)
+    assert "Conversation c1: included 2 messages again whose summary is no longer stored" in caplog.text
+    assert state == before
+
+
 # -- keep_all ------------------------------------------------------------------------------------------------------
 
 
