@@ -20,6 +20,7 @@ import azure.functions as func
 
 from .._clock import SYSTEM_CLOCK
 from .activities import ActivityClients
+from .browser_guard import ALLOWED_HOSTS_SETTING, BrowserGuard, allowed_hosts_from_settings
 from .durable_api import DurableWebhookApi
 from .functions import DEFAULT_TASK_HUB, discover_durable_functions, discover_functions
 from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
@@ -34,6 +35,7 @@ from .server import LocalHttpServer
 from .store import EmptiedStoreError, EntityStore, Signal, StorageError
 
 __all__ = [
+    "ALLOWED_HOSTS_SETTING",
     "DEFAULT_MAX_BATCH_SIZE",
     "EmptiedStoreError",
     "EntityScheduler",
@@ -44,6 +46,7 @@ __all__ = [
     "RequestDeadlines",
     "Signal",
     "StorageError",
+    "allowed_hosts_from_settings",
     "run_local_host",
 ]
 
@@ -85,6 +88,7 @@ class LocalHost:
         request_deadlines: RequestDeadlines = DEFAULT_REQUEST_DEADLINES,
         deterministic_orchestrations: bool = False,
         overridable_existing_instance_states: str = NON_RUNNING_STATES,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         """Index the app's functions and open the store; nothing listens until :meth:`start`.
 
@@ -107,6 +111,9 @@ class LocalHost:
                 ``extensions.durableTask.overridableExistingInstanceStates``: ``NonRunningStates`` (the extension's
                 default: starting the id of a pending or running instance is refused with 409) or ``AnyState`` (it
                 replaces the instance).
+            allowed_hosts: Host names the public listener answers besides loopback and ``host``
+                (``AGENT_HOST_ALLOWED_HOSTS``); others are refused, as are requests other origins' pages send
+                (``browser_guard``).
 
         Raises:
             ValueError: An unknown ``overridable_existing_instance_states``.
@@ -152,10 +159,12 @@ class LocalHost:
             client_urls=urls,
             mcp=self.mcp,
         )
-        self._public = Listener(self._server.handle, host=host, port=port, deadlines=request_deadlines)
+        public = BrowserGuard(host, allowed_hosts).guard(self._server.handle)
+        self._public = Listener(public, host=host, port=port, deadlines=request_deadlines)
         # The durable client polls state often: its requests are logged at DEBUG, the public ones at INFO.
+        private = BrowserGuard(RPC_HOST).guard(durable_api.serve)
         self._private = Listener(
-            durable_api.serve, host=RPC_HOST, port=0, deadlines=request_deadlines, access_log_level=logging.DEBUG
+            private, host=RPC_HOST, port=0, deadlines=request_deadlines, access_log_level=logging.DEBUG
         )
 
     @property
@@ -308,6 +317,7 @@ def run_local_host(
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     banner_lines: Sequence[str] = (),
     overridable_existing_instance_states: str = NON_RUNNING_STATES,
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
     """Serve the app until Ctrl+C or SIGTERM, printing where it listens and what it serves.
 
@@ -324,6 +334,7 @@ def run_local_host(
         max_batch_size: Most entity operations run and committed together (maxEntityOperationBatchSize).
         banner_lines: Extra lines printed after the address (for example which model is in use).
         overridable_existing_instance_states: Which existing orchestration instances a start replaces (host.json).
+        allowed_hosts: Host names answered besides loopback and ``host`` (``AGENT_HOST_ALLOWED_HOSTS``).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -336,6 +347,7 @@ def run_local_host(
         function_key=function_key,
         max_batch_size=max_batch_size,
         overridable_existing_instance_states=overridable_existing_instance_states,
+        allowed_hosts=allowed_hosts,
     )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(local_host, banner_lines))
