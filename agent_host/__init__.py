@@ -6,6 +6,7 @@ from ._conversation.history import DurableHistoryProvider
 from ._errors import (
     AgentHostError,
     AgentNotFoundError,
+    ApprovalAnsweredError,
     ConversationNotFoundError,
     IdempotencyConflictError,
     InvalidRequestError,
@@ -41,6 +42,7 @@ __all__ = [
     "AgentNotFoundError",
     "AgentResponseCallbackProtocol",
     "AgentTurnError",
+    "ApprovalAnsweredError",
     "Clock",
     "ConversationNotFoundError",
     "DurableHistoryProvider",

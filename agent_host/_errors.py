@@ -12,6 +12,7 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── MethodNotAllowedError          405  the route exists but not for that method
  ├── IdempotencyConflictError       409  an Idempotency-Key was reused with a different body
  ├── RequestAnsweredError           409  the run's request was already answered
+ ├── ApprovalAnsweredError          409  the tool approval was already answered
  ├── TurnExpiredError               410  the turn ran, but its result is no longer kept
  ├── MessageTooLargeError           413  the message or body is over the configured size limit
  ├── UnsupportedMediaTypeError      415  the body is neither JSON nor plain text
@@ -200,6 +201,20 @@ class RequestAnsweredError(AgentHostError):
 
     def __init__(self, run_id: str, request_id: str) -> None:
         super().__init__(f"Request '{request_id}' of run '{run_id}' was already answered; it takes one response.")
+
+
+class ApprovalAnsweredError(AgentHostError):
+    """The tool approval was answered by an earlier turn; an approval takes one answer."""
+
+    codes = ("approval_already_answered",)
+    status = 409
+
+    def __init__(self, approval_id: str, approved: bool, pending: list[str]) -> None:
+        verdict = "approved" if approved else "rejected"
+        super().__init__(
+            f"Approval '{approval_id}' was already answered ({verdict}) by an earlier turn; an approval takes one "
+            f"answer (pending now: {', '.join(pending) or 'none'}). Nothing was run."
+        )
 
 
 class MethodNotAllowedError(AgentHostError):

@@ -36,7 +36,7 @@ from .._retention_settings import RetentionSettings
 from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from .._streaming.channel import TurnStreamStore, stream_key
 from .._telemetry import telemetry
-from .approvals import answer_contents, pending_from_response, remaining_after
+from .approvals import answer_contents, answered_approvals, pending_from_response, remaining_after
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import BUFFER_KEY, assign_transcript_ids, delivered_response, reconcile_by_message_id
 from .history_plan import HistoryPlan
@@ -312,7 +312,8 @@ class ConversationEntity:
     ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = [answer.model_dump() for answer in request.approvals]
-        inputs = _turn_inputs(request, answer_contents(pending, answers))
+        answered = answered_approvals(state.get(MESSAGES_KEY, [])) if answers else None
+        inputs = _turn_inputs(request, answer_contents(pending, answers, answered))
         received = self.clock.now_ms()
         incoming = [message_to_record(message, received, state[AGENT_KEY]) for message in inputs]
         state = make_room_for_turn(state, {MESSAGES_KEY: incoming}, self._receipts(None), stored_bytes)
