@@ -15,7 +15,7 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── ApprovalAnsweredError          409  the tool approval was already answered
  ├── TurnExpiredError               410  the turn ran, but its result is no longer kept
  ├── MessageTooLargeError           413  the message or body is over the configured size limit
- ├── UnsupportedMediaTypeError      415  the body is neither JSON nor plain text
+ ├── UnsupportedMediaTypeError      415  the body's media type is not one the route takes
  ├── StateCorruptError              422  the stored state cannot be read; it is left untouched
  ├── StateVersionError              422  the stored state has a schema version this code does not know
  ├── TurnFailedError                502  the model or a tool failed during the turn
@@ -271,14 +271,23 @@ class MessageTooLargeError(AgentHostError):
         )
 
 
+FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
+
+
 class UnsupportedMediaTypeError(AgentHostError):
-    """The body is neither JSON nor plain text."""
+    """The body is sent as a media type the route does not take (JSON routes take `application/json`)."""
 
     codes = ("unsupported_media_type",)
     status = 415
 
     def __init__(self, media_type: str, accepted: str) -> None:
-        super().__init__(f"Content type '{media_type}' is not supported; send {accepted}.")
+        # curl -d sends a form type unless told otherwise: the most common way to get here.
+        hint = (
+            " curl -d sends it unless told otherwise: add -H 'Content-Type: application/json'."
+            if media_type == FORM_MEDIA_TYPE
+            else ""
+        )
+        super().__init__(f"Content type '{media_type[:80]}' is not supported; send {accepted}.{hint}")
 
 
 class StateCorruptError(AgentHostError):

@@ -337,6 +337,13 @@ def test_only_a_newer_version_advises_a_newer_host() -> None:
             "Content type 'text/xml' is not supported; send application/json or text/plain.",
         ),
         (
+            UnsupportedMediaTypeError("application/x-www-form-urlencoded", "application/json"),
+            "unsupported_media_type",
+            415,
+            "Content type 'application/x-www-form-urlencoded' is not supported; send application/json. "
+            "curl -d sends it unless told otherwise: add -H 'Content-Type: application/json'.",
+        ),
+        (
             ApprovalAnsweredError("ap1", True, ["ap2"]),
             "approval_already_answered",
             409,
