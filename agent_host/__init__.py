@@ -1,5 +1,6 @@
 """agent-host: run Microsoft Agent Framework agents as durable conversations on Azure Durable Functions."""
 
+from . import _python_version  # noqa: F401  (first: refuses an old Python before any newer syntax is read)
 from ._app import AgentFunctionApp
 from ._clock import Clock, SystemClock
 from ._conversation.history import DurableHistoryProvider

@@ -140,33 +140,63 @@ def chat_client_from_settings(environ: Mapping[str, str] | None = None) -> Any:
     (`DefaultAzureCredential`, e.g. a managed identity) unless `AZURE_OPENAI_API_KEY` is set. OpenAI or a
     compatible server such as Ollama (`OPENAI_API_KEY` and/or `OPENAI_BASE_URL`, `OPENAI_CHAT_MODEL`) uses
     the Chat Completions API. With none of these, the offline model answers.
+
+    Raises:
+        ValueError: a model endpoint is configured but its model setting is not.
     """
     env = os.environ if environ is None else environ
     if env.get(AZURE_OPENAI_ENDPOINT):
         from agent_framework_openai import OpenAIChatClient
 
+        deployment = _model(
+            env,
+            AZURE_OPENAI_ENDPOINT,
+            "Azure OpenAI",
+            AZURE_OPENAI_CHAT_MODEL,
+            "its deployment name (chat after azd up)",
+        )
         if env.get(AZURE_OPENAI_API_KEY):
             return OpenAIChatClient(
                 azure_endpoint=env[AZURE_OPENAI_ENDPOINT],
-                model=env.get(AZURE_OPENAI_CHAT_MODEL),
+                model=deployment,
                 api_key=env[AZURE_OPENAI_API_KEY],
             )
         from azure.identity import DefaultAzureCredential
 
         return OpenAIChatClient(
             azure_endpoint=env[AZURE_OPENAI_ENDPOINT],
-            model=env.get(AZURE_OPENAI_CHAT_MODEL),
+            model=deployment,
             credential=DefaultAzureCredential(),
         )
     if env.get(OPENAI_API_KEY) or env.get(OPENAI_BASE_URL):
         from agent_framework_openai import OpenAIChatCompletionClient
 
+        chosen_by = OPENAI_API_KEY if env.get(OPENAI_API_KEY) else OPENAI_BASE_URL
+        model = _model(
+            env,
+            chosen_by,
+            "an OpenAI-compatible model",
+            OPENAI_CHAT_MODEL,
+            "its name (gpt-4o-mini, llama3.2 on Ollama)",
+        )
         return OpenAIChatCompletionClient(
-            model=env.get(OPENAI_CHAT_MODEL),
+            model=model,
             api_key=env.get(OPENAI_API_KEY) or "not-needed",
             base_url=env.get(OPENAI_BASE_URL) or None,
         )
     return OfflineChatClient()
+
+
+def _model(env: Mapping[str, str], chosen_by: str, service: str, name: str, what: str) -> str:
+    """The model setting `name`, which the service `chosen_by` chose needs.
+
+    Raises:
+        ValueError: naming the setting, as the docs do (core's own message names its own settings).
+    """
+    model = (env.get(name) or "").strip()
+    if not model:
+        raise ValueError(f"{chosen_by} is set, so {service} answers, but {name} is not: set {name} to {what}.")
+    return model
 
 
 def describe_chat_client(client: Any) -> str:

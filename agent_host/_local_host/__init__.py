@@ -23,7 +23,7 @@ from .activities import ActivityClients
 from .browser_guard import ALLOWED_HOSTS_SETTING, BrowserGuard, allowed_hosts_from_settings
 from .durable_api import DurableWebhookApi
 from .functions import DEFAULT_TASK_HUB, discover_durable_functions, discover_functions
-from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
+from .listener import DEFAULT_REQUEST_DEADLINES, ListenAddressError, Listener, RequestDeadlines
 from .mcp_endpoint import McpEndpoint
 from .mcp_protocol import McpServer
 from .mcp_tools import discover_mcp_tools
@@ -32,6 +32,7 @@ from .orchestration_scheduler import OrchestrationScheduler
 from .orchestration_store import OrchestrationStore
 from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
 from .server import LocalHttpServer
+from .state_lock import StateDirectoryInUseError, StateDirectoryLock
 from .store import EmptiedStoreError, EntityStore, Signal, StorageError
 
 __all__ = [
@@ -40,11 +41,13 @@ __all__ = [
     "EmptiedStoreError",
     "EntityScheduler",
     "EntityStore",
+    "ListenAddressError",
     "LocalHost",
     "OrchestrationScheduler",
     "OrchestrationStore",
     "RequestDeadlines",
     "Signal",
+    "StateDirectoryInUseError",
     "StorageError",
     "allowed_hosts_from_settings",
     "run_local_host",
@@ -117,6 +120,7 @@ class LocalHost:
 
         Raises:
             ValueError: An unknown ``overridable_existing_instance_states``.
+            StateDirectoryInUseError: Another local host serves ``state_dir``.
         """
         functions = list(app.get_functions())
         self.routes, entity_functions = discover_functions(functions)
@@ -126,7 +130,14 @@ class LocalHost:
         self._started = False
         self._stopped = False
         clock = getattr(app, "clock", SYSTEM_CLOCK)
-        self.store = EntityStore(pathlib.Path(state_dir), clock=clock)
+        # Held until stop(): a second host on the directory would deliver every queued signal again.
+        self._state_lock = StateDirectoryLock(pathlib.Path(state_dir))
+        self._state_lock.acquire()
+        try:
+            self.store = EntityStore(pathlib.Path(state_dir), clock=clock)
+        except BaseException:
+            self._state_lock.release()
+            raise
         self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size, clock=clock)
         orchestration_store = OrchestrationStore(self.store)
         self.orchestrations = OrchestrationScheduler(
@@ -249,7 +260,7 @@ class LocalHost:
 
         Raises:
             RuntimeError: If this host was started before.
-            OSError: If the address cannot be bound.
+            ListenAddressError: If the address cannot be bound (an ``OSError``).
         """
         if self._started:
             raise RuntimeError("a LocalHost can be started only once")
@@ -284,6 +295,7 @@ class LocalHost:
             await asyncio.to_thread(self.orchestrations.stop)
             await asyncio.to_thread(self.scheduler.stop)
             self.store.close()
+            self._state_lock.release()
 
 
 def _connectable_host(host: str) -> str:
