@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from agent_framework.exceptions import SettingNotFoundError
 
 from ._inspector.settings import turn_on_unless_set
-from ._settings import describe_chat_client
+from ._settings import TURN_ERROR_DETAILS_SETTING, describe_chat_client, turn_switch_on_unless_set
 from ._streaming.selection import SQLITE_PREFIX, check_stream_store_setting
 from ._streaming.sqlite_store import STREAMS_FILE_NAME
 from ._streaming.store_errors import STREAM_STORE_SETTING
@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_local_settings(Path.cwd() / "local.settings.json")
     turn_on_unless_set(os.environ)  # the inspector is on under serve unless AGENT_HOST_INSPECTOR says otherwise
+    # A failed turn says why under serve (secrets taken out), unless AGENT_HOST_TURN_ERROR_DETAILS says otherwise.
+    turn_switch_on_unless_set(os.environ, TURN_ERROR_DETAILS_SETTING)
     use_local_stream_store(args.state_dir)
     try:
         check_stream_store_setting()  # now, not at the first streamed turn

@@ -69,6 +69,7 @@ from .state import (
 )
 from .state_cache import CONVERSATION_CACHE
 from .streamed_turn import StreamedTurn
+from .turn_failures import describe_failure
 from .turn_records import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
@@ -104,6 +105,8 @@ class ConversationEntity:
         clock: Where the time of records, TTLs and evictions comes from.
         stream_store: Where streamed turns write their streams (resolved on first use); None for nowhere.
         callback: Called with each update and the answer of every turn of this agent (which then runs streaming).
+        turn_error_details: Say in a failed turn's error why it failed (the exception's kind and text, secrets taken
+            out); otherwise its type alone, and the details only in the log. `AGENT_HOST_TURN_ERROR_DETAILS`.
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class ConversationEntity:
         clock: Clock = SYSTEM_CLOCK,
         stream_store: StreamStoreSource | None = None,
         callback: AgentResponseCallbackProtocol | None = None,
+        turn_error_details: bool = False,
     ) -> None:
         self.agent_name = agent_name
         self.agent = agent
@@ -130,6 +134,7 @@ class ConversationEntity:
         self.clock = clock
         self.stream_store = stream_store
         self.callback = callback
+        self.turn_error_details = turn_error_details
 
     def __call__(self, context: df.DurableEntityContext) -> None:
         """The entity function body: dispatch one operation of the host's batch."""
@@ -300,6 +305,8 @@ class ConversationEntity:
                 f"The agent run took longer than {exc.timeout:g} s (AGENT_HOST_RUN_TIMEOUT_SECONDS) and was cancelled."
             )
         logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id, exc_info=exc)
+        if self.turn_error_details:
+            return TurnFailedError(f"The agent run failed: {describe_failure(exc)}.")
         return TurnFailedError(f"The agent run failed ({type(exc).__name__}).")
 
     def _run_agent(
