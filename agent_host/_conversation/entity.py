@@ -274,7 +274,9 @@ class ConversationEntity:
         except Exception as exc:
             # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
             error = self._turn_error(exc, conversation_id, request.turn_id)
-            record = failed_record(error.to_record(), self.clock.now_ms())
+            sent = request.message or _last_text(request.messages)
+            approvals = [answer.model_dump() for answer in request.approvals]
+            record = failed_record(error.to_record(), self.clock.now_ms(), sent, approvals)
             new = copy.copy(state)
         else:
             record = completed_record(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
@@ -450,6 +452,15 @@ def _turn_inputs(request: RunOperation, answers: list[Any]) -> list[Message]:
         [Message("user", contents, message_id=f"{request.turn_id}.in")] if contents or request.messages is None else []
     )
     return [*head, *(Message.from_dict(record) for record in request.messages or ())]
+
+
+def _last_text(messages: list[dict[str, Any]] | None) -> str | None:
+    """The text of the last whole message a workflow's agent node was sent, to show what its failed turn was about."""
+    for record in reversed(messages or ()):
+        text = Message.from_dict(record).text
+        if text:
+            return text
+    return None
 
 
 def _removed_turns(state: StoredState) -> list[str]:
