@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import hosting
@@ -63,26 +62,6 @@ def only_line(result: subprocess.CompletedProcess[str]) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     return lines[0]
-
-
-def start_serving(folder: Path, port: int) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "agent_host", "serve", "--state-dir", str(folder / ".state"), "--port", str(port)]
-    process = subprocess.Popen(
-        command, cwd=folder, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    banner = ""
-    deadline = time.monotonic() + 60
-    while "Listening on" not in banner and time.monotonic() < deadline and process.poll() is None:
-        banner += process.stdout.readline()
-    assert "Listening on" in banner, banner
-    return process
-
-
-def stop(process: subprocess.Popen[str], how: signal.Signals = signal.SIGTERM) -> None:
-    process.send_signal(how)
-    process.wait(30)
-    assert process.stdout is not None
-    process.stdout.close()
 
 
 def test_a_port_in_use_names_the_port_and_the_flag(tmp_path: Path) -> None:
@@ -160,13 +139,12 @@ def test_an_unknown_stream_store_is_refused_at_startup(tmp_path: Path) -> None:
 
 def test_a_second_serve_on_one_state_directory_is_refused_until_the_first_dies(tmp_path: Path) -> None:
     folder = app_folder(tmp_path)
-    first = start_serving(folder, free_port())
+    first = hosting.start_serve(folder, free_port(), folder / ".state", environment())
     try:
         second = only_line(serve(folder, "--port", str(free_port())))
     finally:
-        stop(first, signal.SIGKILL)  # no cleanup at all: the operating system drops the lock
-    third = start_serving(folder, free_port())
-    stop(third)
+        hosting.stop_serve(first, signal.SIGKILL)  # no cleanup at all: the operating system drops the lock
+    hosting.stop_serve(hosting.start_serve(folder, free_port(), folder / ".state", environment()))
 
     assert second == (
         f"agent_host serve: Another local host (process {first.pid}) is serving the state directory "

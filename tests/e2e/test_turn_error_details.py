@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -146,13 +144,8 @@ def test_serve_turns_the_details_on(tmp_path: Path) -> None:
         OPENAI_API_KEY=KEY,
         OPENAI_CHAT_MODEL="gpt-4o-mini",
     )
-    command = [sys.executable, "-m", "agent_host", "serve", "--port", str(port), "--state-dir", str(tmp_path)]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = hosting.start_serve(ROOT, port, tmp_path, env)
     try:
-        banner = ""
-        deadline = time.monotonic() + 60
-        while "Listening on" not in banner and time.monotonic() < deadline and process.poll() is None:
-            banner += process.stdout.readline()
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}{TURN}", b'{"message": "hello"}', {"Content-Type": "application/json"}
         )
@@ -160,9 +153,7 @@ def test_serve_turns_the_details_on(tmp_path: Path) -> None:
             urllib.request.urlopen(request, timeout=60)
         body = json.loads(refused.value.read())
     finally:
-        process.terminate()
-        process.wait(30)
-        process.stdout.close()
+        hosting.stop_serve(process)
 
     assert refused.value.code == 502
     assert body["error"]["message"].startswith("The agent run failed: the model server could not be reached (")

@@ -37,6 +37,13 @@ def running(tmp_path: Path) -> Iterator[RunningHost]:
     host.stop()
 
 
+def list_mcp_tools(running: RunningHost, headers: dict[str, str]) -> Reply:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    return running.request(
+        "POST", "/runtime/webhooks/mcp", raw=body, headers={**headers, "Accept": "application/json, text/event-stream"}
+    )
+
+
 def own_origin(running: RunningHost) -> str:
     assert running.host is not None
     return running.host.base_url
@@ -57,12 +64,7 @@ def test_a_cross_origin_page_cannot_run_a_turn_call_run_or_delete_through_the_we
     run = running.request("POST", "/api/agents/assistant/run?session_id=c2", raw=b"My name is Mallory.", headers=page)
     delete = running.request("POST", SIGNAL.format(id="kept", op="delete"), raw=DELETE_INPUT, headers=page)
     http_delete = running.request("DELETE", "/api/agents/assistant/conversations/kept", headers={"Origin": EVIL})
-    mcp = running.request(
-        "POST",
-        "/runtime/webhooks/mcp",
-        raw=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
-        headers={**page, "Accept": "application/json, text/event-stream"},
-    )
+    mcp = list_mcp_tools(running, page)
     running.wait_idle()
 
     for reply in (turn, run, delete, http_delete, mcp):
@@ -189,12 +191,7 @@ def test_the_webhook_api_and_mcp_take_json_bodies_only(running: RunningHost) -> 
         raw=b"a=1",
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     )
-    mcp = running.request(
-        "POST",
-        "/runtime/webhooks/mcp",
-        raw=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
-        headers={**TEXT, "Accept": "application/json, text/event-stream"},
-    )
+    mcp = list_mcp_tools(running, TEXT)
     running.wait_idle()
 
     assert (as_text.status, as_text.json()["error"]["code"]) == (415, "unsupported_media_type")
