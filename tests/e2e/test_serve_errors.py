@@ -105,13 +105,17 @@ def test_a_module_the_app_imports_that_is_not_installed_is_named(tmp_path: Path)
 def test_invalid_local_settings_name_the_file_and_the_position(tmp_path: Path) -> None:
     folder = app_folder(tmp_path)
     settings = folder / "local.settings.json"
-    settings.write_text('{\n  "Values": {\n    "OPENAI_CHAT_MODEL": "x",\n  }\n}\n', encoding="utf-8")
+    text = '{\n  "Values": {\n    "OPENAI_CHAT_MODEL": "x",\n  }\n}\n'
+    settings.write_text(text, encoding="utf-8")
+    with pytest.raises(json.JSONDecodeError) as mistake:  # its wording differs between Python versions
+        json.loads(text)
 
     line = only_line(serve(folder))
 
+    assert (mistake.value.lineno, mistake.value.colno) in ((3, 29), (4, 3))
     assert line == (
-        f"agent_host serve: {settings} is not valid JSON: Expecting property name enclosed in double quotes at line "
-        "4, column 3."
+        f"agent_host serve: {settings} is not valid JSON: {mistake.value.msg} at line {mistake.value.lineno}, "
+        f"column {mistake.value.colno}."
     )
 
 
