@@ -1,11 +1,13 @@
 """agent-host: run Microsoft Agent Framework agents as durable conversations on Azure Durable Functions."""
 
+from . import _python_version  # noqa: F401  (first: refuses an old Python before any newer syntax is read)
 from ._app import AgentFunctionApp
 from ._clock import Clock, SystemClock
 from ._conversation.history import DurableHistoryProvider
 from ._errors import (
     AgentHostError,
     AgentNotFoundError,
+    ApprovalAnsweredError,
     ConversationNotFoundError,
     IdempotencyConflictError,
     InvalidRequestError,
@@ -41,6 +43,7 @@ __all__ = [
     "AgentNotFoundError",
     "AgentResponseCallbackProtocol",
     "AgentTurnError",
+    "ApprovalAnsweredError",
     "Clock",
     "ConversationNotFoundError",
     "DurableHistoryProvider",

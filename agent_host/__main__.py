@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, NoReturn
+
+from agent_framework.exceptions import SettingNotFoundError
 
 from ._inspector.settings import turn_on_unless_set
-from ._settings import describe_chat_client
-from ._streaming.selection import SQLITE_PREFIX
+from ._settings import TURN_ERROR_DETAILS_SETTING, describe_chat_client, turn_switch_on_unless_set
+from ._streaming.selection import SQLITE_PREFIX, check_stream_store_setting
 from ._streaming.sqlite_store import STREAMS_FILE_NAME
 from ._streaming.store_errors import STREAM_STORE_SETTING
 
 DEFAULT_APP = "function_app:app"
 FUNCTION_KEY_SETTING = "AGENT_HOST_FUNCTION_KEY"
+_PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,14 +49,26 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_local_settings(Path.cwd() / "local.settings.json")
     turn_on_unless_set(os.environ)  # the inspector is on under serve unless AGENT_HOST_INSPECTOR says otherwise
+    # A failed turn says why under serve (secrets taken out), unless AGENT_HOST_TURN_ERROR_DETAILS says otherwise.
+    turn_switch_on_unless_set(os.environ, TURN_ERROR_DETAILS_SETTING)
     use_local_stream_store(args.state_dir)
+    try:
+        check_stream_store_setting()  # now, not at the first streamed turn
+    except ValueError as exc:
+        fail(str(exc))
     # Read after local.settings.json is applied, so the setting works from there too; empty means no key.
     function_key = args.function_key or os.environ.get(FUNCTION_KEY_SETTING) or None
     host_json = Path.cwd() / "host.json"
     batch_size = max_entity_operation_batch_size(host_json)
     overridable = overridable_existing_instance_states(host_json)
     app = load_app(args.app)
-    from ._local_host import StorageError, run_local_host
+    from ._local_host import (
+        ListenAddressError,
+        StateDirectoryInUseError,
+        StorageError,
+        allowed_hosts_from_settings,
+        run_local_host,
+    )
 
     try:
         run_local_host(
@@ -63,10 +81,33 @@ def main(argv: list[str] | None = None) -> int:
             max_batch_size=batch_size,
             banner_lines=banner(app),
             overridable_existing_instance_states=overridable,
+            allowed_hosts=allowed_hosts_from_settings(),
         )
-    except (StorageError, ValueError) as exc:  # an emptied database, an app the worker refuses: no traceback
-        raise SystemExit(f"agent_host serve: {exc}") from None
+    except ListenAddressError as exc:
+        fail(listen_problem(exc))
+    # An emptied database, a second host on the state directory, an app the worker refuses: say which and what to do,
+    # without a traceback.
+    except (StorageError, StateDirectoryInUseError, ValueError) as exc:
+        fail(str(exc))
     return 0
+
+
+def fail(message: str) -> NoReturn:
+    """End `serve` with one line on stderr (exit status 1), instead of a traceback."""
+    raise SystemExit(f"agent_host serve: {message}")
+
+
+def listen_problem(exc: OSError) -> str:
+    """What to do when the public address cannot be bound, naming the flag that changes it."""
+    host, port = getattr(exc, "host", "?"), getattr(exc, "port", "?")
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is already in use (another serve, or func start?). Stop that process, or choose "
+            "another port with --port."
+        )
+    if exc.errno == errno.EACCES:
+        return f"this user may not listen on port {port} (ports below 1024 need privileges); choose one with --port."
+    return f"cannot listen on {host}:{port} ({exc.strerror}); check --host (an address of this machine) and --port."
 
 
 def load_local_settings(path: Path) -> None:
@@ -74,14 +115,39 @@ def load_local_settings(path: Path) -> None:
 
     Without one, the template's (`local.settings.json.template`) apply: the app runs with the settings it ships with,
     `PYTHON_ENABLE_INIT_INDEXING=1` among them, until they are copied and edited.
+
+    Raises:
+        SystemExit: the file is not valid JSON (naming the line and column), or its `Values` is not an object.
     """
     if not path.exists():
         path = path.with_name(f"{path.name}.template")
     if not path.exists():
         return
-    values: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")).get("Values", {})
+    settings = read_json_object(path)
+    if settings.get("IsEncrypted") is True:
+        fail(f"{path} is encrypted (IsEncrypted: true), which only func can read. Run func settings decrypt first.")
+    values = settings.get("Values", {})
+    if not isinstance(values, dict):
+        fail(f"{path}: Values must be an object of setting names and values, not {type(values).__name__}.")
     for name, value in values.items():
         os.environ.setdefault(name, str(value))
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file that must hold an object (local.settings.json, host.json).
+
+    Raises:
+        SystemExit: it is not valid JSON (with the line and column of the first mistake) or not an object.
+    """
+    try:
+        document = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        fail(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
+    except UnicodeDecodeError:
+        fail(f"{path} is not UTF-8 text; save it as UTF-8.")
+    if not isinstance(document, dict):
+        fail(f"{path} must hold a JSON object ({{...}}), not {type(document).__name__}.")
+    return document
 
 
 def use_local_stream_store(state_dir: Path) -> None:
@@ -97,13 +163,21 @@ def load_app(spec: str) -> Any:
     """Import `module:attribute` from the current directory.
 
     Raises:
-        SystemExit: the spec is malformed or the module has no such attribute.
+        SystemExit: the spec is malformed, the module or something it imports is not found, its settings are not
+            valid (a `ValueError` while it loads), or it has no such attribute: one line each.
     """
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise SystemExit(f"--app {spec!r} must look like module:attribute, e.g. {DEFAULT_APP}")
     sys.path.insert(0, str(Path.cwd()))
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        fail(missing_module_problem(spec, module_name, exc))
+    except (ValueError, SettingNotFoundError) as exc:  # configuration mistakes raise these at startup
+        logging.getLogger(__name__).debug("loading %s failed", module_name, exc_info=exc)
+        place = where_raised(exc.__traceback__)
+        fail(f"{exc} (raised at {place} while loading {module_name}; --log-level DEBUG shows the traceback)")
     try:
         app = getattr(module, attribute)
     except AttributeError:
@@ -123,10 +197,37 @@ def check_app_module(module: Any) -> None:
     try:
         refuse_second_app(module)
     except ValueError as exc:
-        raise SystemExit(f"agent_host serve: {exc}") from None
+        fail(str(exc))
     warning = script_file_warning(module, Path.cwd())
     if warning is not None:
         logging.getLogger("agent_host.serve").warning("%s", warning)
+
+
+def missing_module_problem(spec: str, module_name: str, exc: ModuleNotFoundError) -> str:
+    """Where `--app`'s module was looked for, or which of its imports is not installed."""
+    missing = exc.name or ""
+    if missing and module_name != missing and not module_name.startswith(f"{missing}."):
+        return (
+            f"{module_name} imports {missing!r}, which is not installed in this Python ({sys.executable}). Install the "
+            f"app's requirements: {sys.executable} -m pip install -r requirements.txt"
+        )
+    python_path = os.environ.get("PYTHONPATH") or "not set"
+    return (
+        f"--app {spec}: there is no module {module_name!r} in the working directory ({Path.cwd()}) or on PYTHONPATH "
+        f"({python_path}). Run serve from the app's folder (where function_app.py is), or name the module with --app."
+    )
+
+
+def where_raised(trace: TracebackType | None) -> str:
+    """`file:line` of the innermost frame of the app's own code: not this package, an installed one or the import
+    machinery."""
+    place = "an unknown place"
+    for frame in traceback.extract_tb(trace):
+        path = Path(frame.filename)
+        installed = any(part in ("site-packages", "dist-packages") for part in path.parts)
+        if not (frame.filename.startswith("<") or installed or _PACKAGE_DIR in path.parents):
+            place = f"{frame.filename}:{frame.lineno}"
+    return place
 
 
 def route_prefix(host_json: Path) -> str:
@@ -179,8 +280,8 @@ def host_extension(host_json: Path, name: str) -> dict[str, Any]:
     """One section of host.json's `extensions` (`http`, `durableTask`, ...); empty when the file or it is absent."""
     if not host_json.exists():
         return {}
-    config = json.loads(host_json.read_text(encoding="utf-8"))
-    section = config.get("extensions", {}).get(name, {})
+    extensions = read_json_object(host_json).get("extensions", {})
+    section = extensions.get(name, {}) if isinstance(extensions, dict) else {}
     return section if isinstance(section, dict) else {}
 
 

@@ -216,6 +216,7 @@ class AgentFunctionApp(df.DFApp):
             clock=self.clock,
             stream_store=self._stream_store,
             callback=callback or self.default_callback,
+            turn_error_details=self.settings.turn_error_details,
         )
         tool = None
         if self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else enable_mcp_tool_trigger:
@@ -282,6 +283,7 @@ class AgentFunctionApp(df.DFApp):
             run_timeout_seconds=self.settings.run_timeout_seconds,
             clock=self.clock,
             stream_store=self._stream_store,
+            turn_error_details=self.settings.turn_error_details,
         )
 
     def _register_entity(self, entity_name: str, entity: ConversationEntity) -> None:

@@ -12,9 +12,10 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── MethodNotAllowedError          405  the route exists but not for that method
  ├── IdempotencyConflictError       409  an Idempotency-Key was reused with a different body
  ├── RequestAnsweredError           409  the run's request was already answered
+ ├── ApprovalAnsweredError          409  the tool approval was already answered
  ├── TurnExpiredError               410  the turn ran, but its result is no longer kept
  ├── MessageTooLargeError           413  the message or body is over the configured size limit
- ├── UnsupportedMediaTypeError      415  the body is neither JSON nor plain text
+ ├── UnsupportedMediaTypeError      415  the body's media type is not one the route takes
  ├── StateCorruptError              422  the stored state cannot be read; it is left untouched
  ├── StateVersionError              422  the stored state has a schema version this code does not know
  ├── TurnFailedError                502  the model or a tool failed during the turn
@@ -202,6 +203,20 @@ class RequestAnsweredError(AgentHostError):
         super().__init__(f"Request '{request_id}' of run '{run_id}' was already answered; it takes one response.")
 
 
+class ApprovalAnsweredError(AgentHostError):
+    """The tool approval was answered by an earlier turn; an approval takes one answer."""
+
+    codes = ("approval_already_answered",)
+    status = 409
+
+    def __init__(self, approval_id: str, approved: bool, pending: list[str]) -> None:
+        verdict = "approved" if approved else "rejected"
+        super().__init__(
+            f"Approval '{approval_id}' was already answered ({verdict}) by an earlier turn; an approval takes one "
+            f"answer (pending now: {', '.join(pending) or 'none'}). Nothing was run."
+        )
+
+
 class MethodNotAllowedError(AgentHostError):
     """The route exists but does not accept this HTTP method; `Allow` lists the ones it does."""
 
@@ -256,14 +271,23 @@ class MessageTooLargeError(AgentHostError):
         )
 
 
+FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
+
+
 class UnsupportedMediaTypeError(AgentHostError):
-    """The body is neither JSON nor plain text."""
+    """The body is sent as a media type the route does not take (JSON routes take `application/json`)."""
 
     codes = ("unsupported_media_type",)
     status = 415
 
     def __init__(self, media_type: str, accepted: str) -> None:
-        super().__init__(f"Content type '{media_type}' is not supported; send {accepted}.")
+        # curl -d sends a form type unless told otherwise: the most common way to get here.
+        hint = (
+            " curl -d sends it unless told otherwise: add -H 'Content-Type: application/json'."
+            if media_type == FORM_MEDIA_TYPE
+            else ""
+        )
+        super().__init__(f"Content type '{media_type[:80]}' is not supported; send {accepted}.{hint}")
 
 
 class StateCorruptError(AgentHostError):

@@ -7,7 +7,7 @@ OpenAI-compatible endpoint, then the offline model.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,9 @@ OPENAI_CHAT_MODEL = "OPENAI_CHAT_MODEL"
 RETENTION_MODE_SETTING = "AGENT_HOST_RETENTION_MODE"
 MAX_STATE_BYTES_SETTING = "AGENT_HOST_MAX_STATE_BYTES"
 CONVERSATION_TTL_SETTING = "AGENT_HOST_CONVERSATION_TTL"
+TURN_ERROR_DETAILS_SETTING = "AGENT_HOST_TURN_ERROR_DETAILS"
+SWITCH_ON = frozenset({"1", "true", "yes", "on"})
+SWITCH_OFF = frozenset({"", "0", "false", "no", "off"})
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class HostSettings:
             `AGENT_HOST_MAX_STATE_BYTES`.
         conversation_ttl_seconds: How long a conversation may go without a turn or a retention change before it
             is deleted; 0 never. `AGENT_HOST_CONVERSATION_TTL` (docs/retention.md, "Idle conversations expire").
+        turn_error_details: A failed turn's error says why it failed (the exception's kind and text, without
+            secrets), not just its type. `AGENT_HOST_TURN_ERROR_DETAILS`: on under `serve`, off unless set elsewhere.
     """
 
     max_message_bytes: int = 32 * 1024
@@ -54,6 +59,7 @@ class HostSettings:
     turn_record_ttl_seconds: float = 24 * 60 * 60.0
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     conversation_ttl_seconds: float = DEFAULT_CONVERSATION_TTL_SECONDS
+    turn_error_details: bool = False
 
     def __post_init__(self) -> None:
         # Checked here too, so a value given in code fails at startup as a setting does.
@@ -85,6 +91,9 @@ class HostSettings:
             ),
             retention=retention,
             conversation_ttl_seconds=_ttl(env, CONVERSATION_TTL_SETTING, defaults.conversation_ttl_seconds),
+            turn_error_details=switch_setting(
+                env, TURN_ERROR_DETAILS_SETTING, "to say in a failed turn's error why it failed", "to say its type only"
+            ),
         )
 
 
@@ -101,6 +110,33 @@ def retention_from(
         return RetentionSettings.model_validate({**defaults.model_dump(), **changes})
     except ValidationError as exc:
         raise ValueError(f"{source} {describe_problems(exc, names)}.") from None
+
+
+def switch_setting(env: Mapping[str, str], name: str, on: str, off: str) -> bool:
+    """A setting that turns something on or off; unset or empty is off.
+
+    Args:
+        env: The settings.
+        name: The setting.
+        on: What `1` does, for the message ("to serve the inspector page").
+        off: What `0` or nothing does.
+
+    Raises:
+        ValueError: the value is neither on (`1`, `true`, `yes`, `on`) nor off (`0`, `false`, `no`, `off`, empty).
+    """
+    raw = env.get(name) or ""
+    value = raw.strip().lower()
+    if value in SWITCH_ON:
+        return True
+    if value in SWITCH_OFF:
+        return False
+    raise ValueError(f"Setting {name}={raw!r} is not a switch: set 1 {on}, 0 or nothing {off}.")
+
+
+def turn_switch_on_unless_set(environ: MutableMapping[str, str], name: str) -> None:
+    """Turn a switch setting on in `environ` unless it is set already (how `serve` picks its local defaults)."""
+    if not environ.get(name):
+        environ[name] = "1"
 
 
 def _whole(env: Mapping[str, str], name: str) -> int | str | None:
@@ -140,33 +176,63 @@ def chat_client_from_settings(environ: Mapping[str, str] | None = None) -> Any:
     (`DefaultAzureCredential`, e.g. a managed identity) unless `AZURE_OPENAI_API_KEY` is set. OpenAI or a
     compatible server such as Ollama (`OPENAI_API_KEY` and/or `OPENAI_BASE_URL`, `OPENAI_CHAT_MODEL`) uses
     the Chat Completions API. With none of these, the offline model answers.
+
+    Raises:
+        ValueError: a model endpoint is configured but its model setting is not.
     """
     env = os.environ if environ is None else environ
     if env.get(AZURE_OPENAI_ENDPOINT):
         from agent_framework_openai import OpenAIChatClient
 
+        deployment = _model(
+            env,
+            AZURE_OPENAI_ENDPOINT,
+            "Azure OpenAI",
+            AZURE_OPENAI_CHAT_MODEL,
+            "its deployment name (chat after azd up)",
+        )
         if env.get(AZURE_OPENAI_API_KEY):
             return OpenAIChatClient(
                 azure_endpoint=env[AZURE_OPENAI_ENDPOINT],
-                model=env.get(AZURE_OPENAI_CHAT_MODEL),
+                model=deployment,
                 api_key=env[AZURE_OPENAI_API_KEY],
             )
         from azure.identity import DefaultAzureCredential
 
         return OpenAIChatClient(
             azure_endpoint=env[AZURE_OPENAI_ENDPOINT],
-            model=env.get(AZURE_OPENAI_CHAT_MODEL),
+            model=deployment,
             credential=DefaultAzureCredential(),
         )
     if env.get(OPENAI_API_KEY) or env.get(OPENAI_BASE_URL):
         from agent_framework_openai import OpenAIChatCompletionClient
 
+        chosen_by = OPENAI_API_KEY if env.get(OPENAI_API_KEY) else OPENAI_BASE_URL
+        model = _model(
+            env,
+            chosen_by,
+            "an OpenAI-compatible model",
+            OPENAI_CHAT_MODEL,
+            "its name (gpt-4o-mini, llama3.2 on Ollama)",
+        )
         return OpenAIChatCompletionClient(
-            model=env.get(OPENAI_CHAT_MODEL),
+            model=model,
             api_key=env.get(OPENAI_API_KEY) or "not-needed",
             base_url=env.get(OPENAI_BASE_URL) or None,
         )
     return OfflineChatClient()
+
+
+def _model(env: Mapping[str, str], chosen_by: str, service: str, name: str, what: str) -> str:
+    """The model setting `name`, which the service `chosen_by` chose needs.
+
+    Raises:
+        ValueError: naming the setting, as the docs do (core's own message names its own settings).
+    """
+    model = (env.get(name) or "").strip()
+    if not model:
+        raise ValueError(f"{chosen_by} is set, so {service} answers, but {name} is not: set {name} to {what}.")
+    return model
 
 
 def describe_chat_client(client: Any) -> str:

@@ -6,7 +6,11 @@ import asyncio
 import http.client
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +114,29 @@ class RunningHost:
         reply = Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
         connection.close()
         return reply
+
+
+def start_serve(
+    cwd: Path, port: int, state_dir: Path, env: dict[str, str], *, until: str = "Listening on"
+) -> subprocess.Popen[str]:
+    """Start `python -m agent_host serve` in `cwd` and read its banner until a line holds `until`."""
+    command = [sys.executable, "-m", "agent_host", "serve", "--port", str(port), "--state-dir", str(state_dir)]
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    banner = ""
+    deadline = time.monotonic() + 60
+    while until not in banner and time.monotonic() < deadline and process.poll() is None:
+        banner += process.stdout.readline()
+    assert until in banner, banner
+    return process
+
+
+def stop_serve(process: subprocess.Popen[str], how: int = signal.SIGTERM) -> None:
+    """Stop a serve process (SIGKILL: no cleanup at all) and close its output."""
+    process.send_signal(how)
+    process.wait(30)
+    assert process.stdout is not None
+    process.stdout.close()
 
 
 def child_pythonpath(*paths: Path) -> str:

@@ -7,12 +7,14 @@ turned back into core's `function_approval_response` after any cold start. Knows
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_framework import AgentResponse, Content
 
-from .._errors import UnknownApprovalError
+from .._errors import ApprovalAnsweredError, UnknownApprovalError
+
+APPROVAL_RESPONSE_TYPE = "function_approval_response"
 
 
 def pending_from_response(response: AgentResponse) -> list[dict[str, Any]]:
@@ -38,28 +40,55 @@ def public_view(pending: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"id": item["id"], "toolName": item["toolName"], "arguments": item["arguments"]} for item in pending]
 
 
-def answer_contents(pending: Sequence[dict[str, Any]], answers: Sequence[dict[str, Any]]) -> list[Content]:
-    """Core approval responses for the caller's answers.
+def answer_contents(
+    pending: Sequence[dict[str, Any]], answers: Sequence[dict[str, Any]], answered: Mapping[str, bool] | None = None
+) -> list[Content]:
+    """Core approval responses for the caller's answers (`answered`: as `check_answers`).
 
     Raises:
+        ApprovalAnsweredError: an answer names a request an earlier turn answered.
         UnknownApprovalError: an answer names a request that is not pending.
     """
     by_id = {item["id"]: item for item in pending}
-    check_answers(by_id, answers)
+    check_answers(by_id, answers, answered)
     return [Content.from_dict(by_id[a["id"]]["request"]).to_function_approval_response(a["approved"]) for a in answers]
 
 
-def check_answers(pending_by_id: dict[str, Any], answers: Sequence[dict[str, Any]]) -> None:
+def check_answers(
+    pending_by_id: dict[str, Any], answers: Sequence[dict[str, Any]], answered: Mapping[str, bool] | None = None
+) -> None:
     """Refuse answers to requests that are not pending, or two answers to one request.
 
+    Args:
+        pending_by_id: The pending requests by id.
+        answers: The caller's answers.
+        answered: The requests earlier turns answered (`answered_approvals`), to say so instead of "not pending".
+
     Raises:
+        ApprovalAnsweredError: an answer names a request an earlier turn answered.
         UnknownApprovalError: naming the answer and the pending requests.
     """
     seen: set[str] = set()
     for answer in answers:
-        if answer["id"] not in pending_by_id or answer["id"] in seen:
-            raise UnknownApprovalError(answer["id"], sorted(pending_by_id))
-        seen.add(answer["id"])
+        approval_id = answer["id"]
+        if approval_id not in pending_by_id and answered and approval_id in answered:
+            raise ApprovalAnsweredError(approval_id, answered[approval_id], sorted(pending_by_id))
+        if approval_id not in pending_by_id or approval_id in seen:
+            raise UnknownApprovalError(approval_id, sorted(pending_by_id))
+        seen.add(approval_id)
+
+
+def answered_approvals(messages: Sequence[dict[str, Any]]) -> dict[str, bool]:
+    """The approvals the stored transcript holds answers to, by request id: approved or not.
+
+    An answer retention evicted is no longer known; answering that request again is then "not pending".
+    """
+    answered: dict[str, bool] = {}
+    for record in messages:
+        for content in record.get("contents") or ():
+            if isinstance(content, dict) and content.get("type") == APPROVAL_RESPONSE_TYPE and content.get("id"):
+                answered[str(content["id"])] = bool(content.get("approved"))
+    return answered
 
 
 def remaining_after(

@@ -36,7 +36,7 @@ from .._retention_settings import RetentionSettings
 from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from .._streaming.channel import TurnStreamStore, stream_key
 from .._telemetry import telemetry
-from .approvals import answer_contents, pending_from_response, remaining_after
+from .approvals import answer_contents, answered_approvals, pending_from_response, remaining_after
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import (
     BUFFER_KEY,
@@ -75,6 +75,7 @@ from .state import (
 )
 from .state_cache import CONVERSATION_CACHE
 from .streamed_turn import StreamedTurn
+from .turn_failures import describe_failure
 from .turn_records import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
@@ -110,6 +111,8 @@ class ConversationEntity:
         clock: Where the time of records, TTLs and evictions comes from.
         stream_store: Where streamed turns write their streams (resolved on first use); None for nowhere.
         callback: Called with each update and the answer of every turn of this agent (which then runs streaming).
+        turn_error_details: Say in a failed turn's error why it failed (the exception's kind and text, secrets taken
+            out); otherwise its type alone, and the details only in the log. `AGENT_HOST_TURN_ERROR_DETAILS`.
     """
 
     def __init__(
@@ -125,6 +128,7 @@ class ConversationEntity:
         clock: Clock = SYSTEM_CLOCK,
         stream_store: StreamStoreSource | None = None,
         callback: AgentResponseCallbackProtocol | None = None,
+        turn_error_details: bool = False,
     ) -> None:
         self.agent_name = agent_name
         self.agent = agent
@@ -136,6 +140,7 @@ class ConversationEntity:
         self.clock = clock
         self.stream_store = stream_store
         self.callback = callback
+        self.turn_error_details = turn_error_details
 
     def __call__(self, context: df.DurableEntityContext) -> None:
         """The entity function body: dispatch one operation of the host's batch."""
@@ -275,7 +280,9 @@ class ConversationEntity:
         except Exception as exc:
             # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
             error = self._turn_error(exc, conversation_id, request.turn_id)
-            record = failed_record(error.to_record(), self.clock.now_ms())
+            sent = request.message or _last_text(request.messages)
+            approvals = [answer.model_dump() for answer in request.approvals]
+            record = failed_record(error.to_record(), self.clock.now_ms(), sent, approvals)
             new = copy.copy(state)
         else:
             record = completed_record(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
@@ -306,6 +313,8 @@ class ConversationEntity:
                 f"The agent run took longer than {exc.timeout:g} s (AGENT_HOST_RUN_TIMEOUT_SECONDS) and was cancelled."
             )
         logger.exception("Turn %s of %s/%s failed", turn_id, self.agent_name, conversation_id, exc_info=exc)
+        if self.turn_error_details:
+            return TurnFailedError(f"The agent run failed: {describe_failure(exc)}.")
         return TurnFailedError(f"The agent run failed ({type(exc).__name__}).")
 
     def _run_agent(
@@ -318,7 +327,8 @@ class ConversationEntity:
     ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = [answer.model_dump() for answer in request.approvals]
-        inputs = _turn_inputs(request, answer_contents(pending, answers))
+        answered = answered_approvals(state.get(MESSAGES_KEY, [])) if answers else None
+        inputs = _turn_inputs(request, answer_contents(pending, answers, answered))
         received = self.clock.now_ms()
         incoming = [message_to_record(message, received, state[AGENT_KEY]) for message in inputs]
         state = make_room_for_turn(state, {MESSAGES_KEY: incoming}, self._receipts(None), stored_bytes)
@@ -449,6 +459,15 @@ def _turn_inputs(request: RunOperation, answers: list[Any]) -> list[Message]:
         [Message("user", contents, message_id=f"{request.turn_id}.in")] if contents or request.messages is None else []
     )
     return [*head, *(Message.from_dict(record) for record in request.messages or ())]
+
+
+def _last_text(messages: list[dict[str, Any]] | None) -> str | None:
+    """The text of the last whole message a workflow's agent node was sent, to show what its failed turn was about."""
+    for record in reversed(messages or ()):
+        text = Message.from_dict(record).text
+        if text:
+            return text
+    return None
 
 
 def _removed_turns(state: StoredState) -> list[str]:

@@ -45,6 +45,9 @@ DELETED_KEY = "deleted"
 APPLIED_CHANGES_KEY = "appliedChanges"
 # A turn receipt's record of the conversation's stored size when the turn began.
 STATE_BYTES_KEY = "stateBytes"
+# A failed turn's receipt keeps what it was sent (the transcript keeps nothing of a failed turn), this much of it.
+FAILED_INPUT_KEY = "input"
+MAX_FAILED_INPUT_CHARACTERS = 1000
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
 MAX_APPLIED_CHANGES = 16
 
@@ -73,6 +76,7 @@ class TurnRecordDict(TypedDict):
     idempotencyKey: NotRequired[str]
     requestHash: NotRequired[str]
     stateBytes: NotRequired[int]
+    input: NotRequired[dict[str, Any]]
 
 
 StoredState = dict[str, Any]
@@ -124,6 +128,16 @@ class PendingApproval(ApprovalRequest):
     request: dict[str, Any]
 
 
+class FailedTurnInput(_StateModel):
+    """What a failed turn was sent, for whoever reads why it failed: its message and its approval answers."""
+
+    message: str | None = Field(
+        default=None,
+        description=f"The turn's message, cut to {MAX_FAILED_INPUT_CHARACTERS} characters (then ending …).",
+    )
+    approvals: list[dict[str, Any]] | None = Field(default=None, description="The approval answers it brought.")
+
+
 class TurnRecord(_StateModel):
     """The delivery receipt of one turn: what its caller reads, independent of the transcript."""
 
@@ -143,6 +157,9 @@ class TurnRecord(_StateModel):
     error: ErrorRecord | None = None
     state_bytes: int | None = Field(
         default=None, description="The conversation's stored size in bytes when this turn began (none for its first)."
+    )
+    input: FailedTurnInput | None = Field(
+        default=None, description="A failed turn's input; the transcript keeps nothing of a failed turn."
     )
     at: int
 

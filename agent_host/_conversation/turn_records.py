@@ -19,7 +19,14 @@ from agent_framework import AgentResponse
 
 from .._records import message_text, message_to_record
 from .approvals import pending_from_response, public_view
-from .state import EXPIRED_TURNS_KEY, MESSAGES_KEY, TURNS_KEY, StoredState
+from .state import (
+    EXPIRED_TURNS_KEY,
+    FAILED_INPUT_KEY,
+    MAX_FAILED_INPUT_CHARACTERS,
+    MESSAGES_KEY,
+    TURNS_KEY,
+    StoredState,
+)
 
 DEFAULT_MAX_TURN_RECORDS = 100
 DEFAULT_TURN_RECORD_TTL_SECONDS = 24 * 60 * 60
@@ -82,9 +89,21 @@ def completed_record(
     return record
 
 
-def failed_record(error: dict[str, str], now_ms: int) -> dict[str, Any]:
-    """The delivery record of a failed turn: a stable code and a message, never a raw exception string."""
-    return {"status": "failed", "error": error, "at": now_ms}
+def failed_record(
+    error: dict[str, str], now_ms: int, message: str | None = None, approvals: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """The delivery record of a failed turn: a stable code and a message, never a raw exception string, and what the
+    turn was sent (its message cut short), since the transcript keeps nothing of it."""
+    record: dict[str, Any] = {"status": "failed", "error": error, "at": now_ms}
+    sent: dict[str, Any] = {}
+    if message:
+        cut = len(message) > MAX_FAILED_INPUT_CHARACTERS
+        sent["message"] = f"{message[: MAX_FAILED_INPUT_CHARACTERS - 1]}…" if cut else message
+    if approvals:
+        sent["approvals"] = [{"id": answer["id"], "approved": answer["approved"]} for answer in approvals]
+    if sent:
+        record[FAILED_INPUT_KEY] = sent
+    return record
 
 
 def _stored_by_id(transcript: Sequence[dict[str, Any]], ids: set[str]) -> dict[str, dict[str, Any]]:

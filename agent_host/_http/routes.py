@@ -26,7 +26,7 @@ from .._contract import (
     validate_conversation_id,
     validate_turn_id,
 )
-from .._conversation.approvals import check_answers
+from .._conversation.approvals import answered_approvals, check_answers
 from .._conversation.state import (
     AGENT_KEY,
     DELETED_KEY,
@@ -181,7 +181,8 @@ class Routes:
         if request.approvals:
             # The entity checks too; checking here answers a wrong id with 400 instead of a failed turn.
             pending = (live or {}).get(PENDING_APPROVALS_KEY, [])
-            check_answers({item["id"]: item for item in pending}, payload["approvals"])
+            answered = answered_approvals((live or {}).get(MESSAGES_KEY, []))
+            check_answers({item["id"]: item for item in pending}, payload["approvals"], answered)
         turn_id = new_turn_id(self._clock.now_ms(), key)
         operation = {"turnId": turn_id, **payload}
         if events or request.stream:

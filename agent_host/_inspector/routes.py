@@ -22,7 +22,7 @@ from .._http.requests import query
 from .._http.responses import json_response, respond
 from .._workflows.contract import STATUS_KEY, WAITING_FOR_INPUT, WorkflowRoute
 from .page import inspector_page
-from .views import render_inspection
+from .views import render_deleted, render_inspection
 
 # A workflow's runs are found by reading the task hub's instances, which the host cannot filter by orchestrator:
 # one request reads at most this many pages before it answers with what it found and where to go on.
@@ -73,8 +73,10 @@ class InspectorRoutes:
             raise AgentNotFoundError(name[:80], sorted(self._agents))
         conversation_id = validate_conversation_id(req.route_params.get("conversationId", ""))
         state = await ConversationClient(client, agent.entity_name).read(conversation_id)
-        if state is None or is_deleted(state):
-            raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
+        if state is None:
+            raise ConversationNotFoundError(agent.name, conversation_id)
+        if is_deleted(state):  # the tombstone is what the host holds: show it, rather than "not found"
+            return json_response(200, render_deleted(conversation_id, state))
         return json_response(200, render_inspection(agent, conversation_id, state))
 
     async def _runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, MutableMapping
 
+from .._settings import switch_setting, turn_switch_on_unless_set
+
 INSPECTOR_SETTING = "AGENT_HOST_INSPECTOR"
-_ON = frozenset({"1", "true", "yes", "on"})
-_OFF = frozenset({"", "0", "false", "no", "off"})
 
 
 def inspector_from_settings(environ: Mapping[str, str] | None = None) -> bool:
@@ -18,19 +18,9 @@ def inspector_from_settings(environ: Mapping[str, str] | None = None) -> bool:
         ValueError: the setting is neither on (`1`, `true`, `yes`, `on`) nor off (`0`, `false`, `no`, `off`, empty).
     """
     env = os.environ if environ is None else environ
-    raw = env.get(INSPECTOR_SETTING) or ""
-    value = raw.strip().lower()
-    if value in _ON:
-        return True
-    if value in _OFF:
-        return False
-    raise ValueError(
-        f"Setting {INSPECTOR_SETTING}={raw!r} is not a switch: set 1 to serve the inspector page (/api/inspector), "
-        "0 or nothing not to."
-    )
+    return switch_setting(env, INSPECTOR_SETTING, "to serve the inspector page (/api/inspector)", "not to")
 
 
 def turn_on_unless_set(environ: MutableMapping[str, str]) -> None:
     """Turn the inspector on in `environ` unless the setting is already there (`serve`'s default)."""
-    if not environ.get(INSPECTOR_SETTING):
-        environ[INSPECTOR_SETTING] = "1"
+    turn_switch_on_unless_set(environ, INSPECTOR_SETTING)

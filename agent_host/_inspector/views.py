@@ -14,7 +14,9 @@ from typing import Any
 from .._contract import AgentRoute
 from .._conversation.state import (
     AGENT_KEY,
+    DELETED_KEY,
     EXPIRED_TURNS_KEY,
+    FAILED_INPUT_KEY,
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
@@ -38,6 +40,15 @@ def render_inspection(agent: AgentRoute, conversation_id: str, state: StoredStat
         "bytes": state_sections(state),
         "budget": budget_lines(state.get(RETENTION_KEY, {})),
         "sizes": size_series(state),
+    }
+
+
+def render_deleted(conversation_id: str, state: StoredState) -> dict[str, Any]:
+    """A deleted conversation as the inspector shows it: when it was deleted and how many turns went with it."""
+    tombstone = state[DELETED_KEY]
+    return {
+        "conversationId": conversation_id,
+        "deleted": {"deletedAt": iso_time(tombstone.get("at")), "removedTurns": len(tombstone.get("turns", []))},
     }
 
 
@@ -70,7 +81,7 @@ def render_turn_records(state: StoredState) -> list[dict[str, Any]]:
             "keyed": "idempotencyKey" in record,
             "bytes": _size(record),
         }
-        for field in ("usage", "approvalRequests", "error"):
+        for field in ("usage", "approvalRequests", "error", FAILED_INPUT_KEY):
             if record.get(field):
                 body[field] = record[field]
         rendered.append(body)

@@ -21,10 +21,11 @@ import azure.functions as func
 
 from .._clock import SYSTEM_CLOCK
 from .activities import ActivityClients
+from .browser_guard import ALLOWED_HOSTS_SETTING, BrowserGuard, allowed_hosts_from_settings
 from .durable_api import DurableWebhookApi
 from .functions import DEFAULT_TASK_HUB, discover_durable_functions, discover_functions
 from .invocation import INVOCATION_SETTING, FunctionInvoker, InvocationMode, create_invoker
-from .listener import DEFAULT_REQUEST_DEADLINES, Listener, RequestDeadlines
+from .listener import DEFAULT_REQUEST_DEADLINES, ListenAddressError, Listener, RequestDeadlines
 from .mcp_endpoint import McpEndpoint
 from .mcp_protocol import McpServer
 from .mcp_tools import discover_mcp_tools
@@ -33,21 +34,26 @@ from .orchestration_scheduler import OrchestrationScheduler
 from .orchestration_store import OrchestrationStore
 from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
 from .server import LocalHttpServer
+from .state_lock import StateDirectoryInUseError, StateDirectoryLock
 from .store import EmptiedStoreError, EntityStore, Signal, StorageError
 
 __all__ = [
+    "ALLOWED_HOSTS_SETTING",
     "DEFAULT_MAX_BATCH_SIZE",
     "INVOCATION_SETTING",
     "EmptiedStoreError",
     "EntityScheduler",
     "EntityStore",
     "InvocationMode",
+    "ListenAddressError",
     "LocalHost",
     "OrchestrationScheduler",
     "OrchestrationStore",
     "RequestDeadlines",
     "Signal",
+    "StateDirectoryInUseError",
     "StorageError",
+    "allowed_hosts_from_settings",
     "run_local_host",
 ]
 
@@ -90,6 +96,7 @@ class LocalHost:
         deterministic_orchestrations: bool = False,
         overridable_existing_instance_states: str = NON_RUNNING_STATES,
         invocation: str | None = None,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         """Index the app's functions and open the store; nothing listens until :meth:`start`.
 
@@ -114,10 +121,14 @@ class LocalHost:
                 replaces the instance).
             invocation: Who runs the functions: ``worker`` (the Python worker's own code, Python 3.13+), ``direct``,
                 or None for the ``AGENT_HOST_INVOCATION`` setting (empty: the worker wherever it can run).
+            allowed_hosts: Host names the public listener answers besides loopback and ``host``
+                (``AGENT_HOST_ALLOWED_HOSTS``); others are refused, as are requests other origins' pages send
+                (``browser_guard``).
 
         Raises:
             ValueError: An unknown ``overridable_existing_instance_states`` or invocation mode, or an app the Python
                 worker would refuse to load (the worker's reason, naming the function).
+            StateDirectoryInUseError: Another local host serves ``state_dir``.
         """
         functions = list(app.get_functions())
         self.invoker: FunctionInvoker = create_invoker(
@@ -130,7 +141,14 @@ class LocalHost:
         self._started = False
         self._stopped = False
         clock = getattr(app, "clock", SYSTEM_CLOCK)
-        self.store = EntityStore(pathlib.Path(state_dir), clock=clock)
+        # Held until stop(): a second host on the directory would deliver every queued signal again.
+        self._state_lock = StateDirectoryLock(pathlib.Path(state_dir))
+        self._state_lock.acquire()
+        try:
+            self.store = EntityStore(pathlib.Path(state_dir), clock=clock)
+        except BaseException:
+            self._state_lock.release()
+            raise
         self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size, clock=clock)
         orchestration_store = OrchestrationStore(self.store)
         self.orchestrations = OrchestrationScheduler(
@@ -164,10 +182,12 @@ class LocalHost:
             client_urls=urls,
             mcp=self.mcp,
         )
-        self._public = Listener(self._server.handle, host=host, port=port, deadlines=request_deadlines)
+        public = BrowserGuard(host, allowed_hosts).guard(self._server.handle)
+        self._public = Listener(public, host=host, port=port, deadlines=request_deadlines)
         # The durable client polls state often: its requests are logged at DEBUG, the public ones at INFO.
+        private = BrowserGuard(RPC_HOST).guard(durable_api.serve)
         self._private = Listener(
-            durable_api.serve, host=RPC_HOST, port=0, deadlines=request_deadlines, access_log_level=logging.DEBUG
+            private, host=RPC_HOST, port=0, deadlines=request_deadlines, access_log_level=logging.DEBUG
         )
 
     @property
@@ -252,7 +272,7 @@ class LocalHost:
 
         Raises:
             RuntimeError: If this host was started before.
-            OSError: If the address cannot be bound.
+            ListenAddressError: If the address cannot be bound (an ``OSError``).
         """
         if self._started:
             raise RuntimeError("a LocalHost can be started only once")
@@ -290,6 +310,7 @@ class LocalHost:
             await asyncio.to_thread(self.scheduler.stop)
             await self.invoker.stop()  # last: the schedulers' running batches invoke through it
             self.store.close()
+            self._state_lock.release()
 
 
 def _connectable_host(host: str) -> str:
@@ -323,6 +344,7 @@ def run_local_host(
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     banner_lines: Sequence[str] = (),
     overridable_existing_instance_states: str = NON_RUNNING_STATES,
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
     """Serve the app until Ctrl+C or SIGTERM, printing where it listens and what it serves.
 
@@ -339,6 +361,7 @@ def run_local_host(
         max_batch_size: Most entity operations run and committed together (maxEntityOperationBatchSize).
         banner_lines: Extra lines printed after the address (for example which model is in use).
         overridable_existing_instance_states: Which existing orchestration instances a start replaces (host.json).
+        allowed_hosts: Host names answered besides loopback and ``host`` (``AGENT_HOST_ALLOWED_HOSTS``).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -351,6 +374,7 @@ def run_local_host(
         function_key=function_key,
         max_batch_size=max_batch_size,
         overridable_existing_instance_states=overridable_existing_instance_states,
+        allowed_hosts=allowed_hosts,
     )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(local_host, banner_lines))

@@ -21,6 +21,7 @@ from .errors import error_response
 from .listener import read_body
 from .log_text import entity_label, loggable
 from .orchestration_api import ORCHESTRATION_SEGMENTS, OrchestrationWebhookApi
+from .request_media import non_json_problem
 from .route_template import split_path
 from .scheduler import EntityScheduler
 from .store import EntityStore, StorageError
@@ -124,11 +125,13 @@ class DurableWebhookApi:
             key: Entity key.
 
         Returns:
-            202 with ``{}`` once the signal is stored, 503 when it could not be.
+            202 with ``{}`` once the signal is stored, 415 for a body that is not JSON, 503 when it could not be stored.
         """
         operation = request.query.get("op")
         if not operation:
             return error_response(400, "bad_request", "The op query parameter (operation name) is required.")
+        if problem := non_json_problem(request, "An entity signal"):
+            return error_response(415, "unsupported_media_type", problem)
         raw = await read_body(request)
         try:
             operation_input = raw.decode("utf-8") if raw else None

@@ -64,6 +64,16 @@ class RequestDeadlines:
 DEFAULT_REQUEST_DEADLINES = RequestDeadlines()
 
 
+class ListenAddressError(OSError):
+    """The listener's address could not be bound: its port is in use, the address is not this machine's, or the port
+    is one this process may not use. `errno` is the operating system's (``errno.EADDRINUSE`` for a port in use)."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        super().__init__(cause.errno, f"cannot listen on {host}:{port}: {cause.strerror or cause}")
+        self.host = host
+        self.port = port
+
+
 class Listener:
     """Serves one handler on one address until stopped."""
 
@@ -97,7 +107,7 @@ class Listener:
         """Bind the address and start serving.
 
         Raises:
-            OSError: If the address cannot be bound.
+            ListenAddressError: If the address cannot be bound.
         """
         server = _Server(self._serve, deadlines=self._deadlines)
         runner = web.ServerRunner(server, shutdown_timeout=_HTTP_SHUTDOWN_TIMEOUT_SECONDS)
@@ -105,6 +115,9 @@ class Listener:
         try:
             site = web.TCPSite(runner, self._host, self._port)
             await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ListenAddressError(self._host, self._port, exc) from exc
         except BaseException:
             await runner.cleanup()
             raise

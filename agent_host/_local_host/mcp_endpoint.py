@@ -23,6 +23,7 @@ from aiohttp import web
 from .errors import error_response
 from .listener import read_body
 from .mcp_protocol import Caller, McpProtocolError, McpServer, error_message, parse_message
+from .request_media import declares_json
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,8 @@ class McpEndpoint:
             return _rpc_error(
                 406, -32000, "Not Acceptable: Client must accept both application/json and text/event-stream"
             )
+        if not declares_json(request):
+            return _unsupported_media_type()
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is not None and not _SESSION_ID.fullmatch(session_id):
             return _rpc_error(400, -32000, "Invalid client state.")
@@ -173,6 +176,8 @@ class McpEndpoint:
             return error_response(
                 400, "missing_session", "Missing service context. Connect to the /sse endpoint to start a session."
             )
+        if not declares_json(request):
+            return _unsupported_media_type()
         session = self._sessions.get(client_id)
         if session is None:
             return error_response(
@@ -222,6 +227,11 @@ def _rpc_error(status: int, code: int, message: str) -> web.Response:
     """An HTTP error whose body is a JSON-RPC error, as the extension answers transport-level problems."""
     body = json.dumps(error_message(None, McpProtocolError(code, message)))
     return web.Response(status=status, text=body, content_type="application/json")
+
+
+def _unsupported_media_type() -> web.Response:
+    """415 for a message not sent as JSON, in the words of the MCP SDK's own server."""
+    return _rpc_error(415, -32000, "Unsupported Media Type: Content-Type must be application/json")
 
 
 def _method_not_allowed(request: web.BaseRequest, allowed: str, why: str) -> web.Response:

@@ -31,6 +31,7 @@ from .orchestration_protocol import history_event, parse_timestamp
 from .orchestration_scheduler import OrchestrationScheduler
 from .orchestration_store import TERMINAL_STATUSES, InstanceQuery, InstanceRecord, OrchestrationStore
 from .outbox import InboxKind, InstanceStart, OrchestrationEvent
+from .request_media import non_json_problem
 from .store import StorageError
 
 logger = logging.getLogger(__name__)
@@ -229,7 +230,9 @@ class OrchestrationWebhookApi:
 
     async def _start(self, request: web.BaseRequest, name: str, instance_id: str | None) -> web.Response:
         """Start an instance: 202 with its management URLs; 400 for an unknown orchestrator, a bad id or bad JSON; 409
-        when an instance with the id runs and the overridable states keep it."""
+        when an instance with the id runs and the overridable states keep it; 415 for a body that is not JSON."""
+        if problem := non_json_problem(request, "An orchestration start"):
+            return _start_error(415, "unsupported_media_type", problem)
         registered = self._orchestrators.get(name.lower())
         if registered is None:
             known = ", ".join(sorted(set(self._orchestrators.values()))) or "none"

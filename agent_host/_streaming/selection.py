@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from .channel import StreamEvent, TurnStreamStore
@@ -63,28 +63,64 @@ def stream_store_from_settings(
     return UnconfiguredStreamStore()
 
 
+def check_stream_store_setting(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse an `AGENT_HOST_STREAM_STORE` that names no store, without building or connecting to one.
+
+    For startup, so a wrong value is reported then rather than at the first streamed turn.
+
+    Raises:
+        ValueError: as `stream_store_from_settings`.
+    """
+    env = os.environ if environ is None else environ
+    choice = (env.get(STREAM_STORE_SETTING) or "").strip()
+    if choice:
+        _named_store_factory(choice, env, None)
+
+
 def _store_named(choice: str, env: Mapping[str, str], ttl_seconds: float | None) -> TurnStreamStore:
     """The store `AGENT_HOST_STREAM_STORE` names."""
+    return _named_store_factory(choice, env, ttl_seconds)()
+
+
+def _named_store_factory(
+    choice: str, env: Mapping[str, str], ttl_seconds: float | None
+) -> Callable[[], TurnStreamStore]:
+    """Builds the store `AGENT_HOST_STREAM_STORE` names; the value is checked now, the store built when called.
+
+    Raises:
+        ValueError: the value names no store, or the store it names lacks a setting it needs.
+    """
     if choice.startswith(SQLITE_PREFIX):
         path = choice[len(SQLITE_PREFIX) :].strip()
         if not path:
             raise ValueError(
                 f"{STREAM_STORE_SETTING}=sqlite: needs a file path, e.g. 'sqlite:.agent_host/streams.sqlite3'."
             )
-        from .sqlite_store import SqliteStreamStore
 
-        return SqliteStreamStore(path)
+        def sqlite_store() -> TurnStreamStore:
+            from .sqlite_store import SqliteStreamStore
+
+            return SqliteStreamStore(path)
+
+        return sqlite_store
     if choice.lower() == AZURE_CHOICE:
         if host_storage_connection(env) is None:
             raise ValueError(
                 f"{STREAM_STORE_SETTING}=azure uses the app's storage account, but neither {CONNECTION_SETTING} nor "
                 f"{CONNECTION_SETTING}__tableServiceUri / {CONNECTION_SETTING}__accountName is set."
             )
-        return _azure_store(env)
+        table_name_for(env.get(TASK_HUB_SETTING), "")  # refuses a task hub name now, not when the store is built
+        return lambda: _azure_store(env)
     if choice.lower().startswith(REDIS_SCHEMES):
-        from .redis_store import RedisStreamStore
 
-        return RedisStreamStore(choice) if ttl_seconds is None else RedisStreamStore(choice, ttl_seconds=ttl_seconds)
+        def redis_store() -> TurnStreamStore:
+            from .redis_store import RedisStreamStore
+
+            if ttl_seconds is None:
+                return RedisStreamStore(choice)
+            return RedisStreamStore(choice, ttl_seconds=ttl_seconds)
+
+        return redis_store
     scheme = choice.split(":", 1)[0]  # never echo the rest: a URL may carry a password
     raise ValueError(
         f"{STREAM_STORE_SETTING} must be 'sqlite:<path>', 'azure', or a redis:// or rediss:// URL; got a value "

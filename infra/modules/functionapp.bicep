@@ -88,6 +88,8 @@ var baseSettings = {
   TASKHUB_NAME: taskHubName
   AGENT_HOST_RETENTION_MODE: retentionMode
   AGENT_HOST_MAX_STATE_BYTES: string(maxStateBytes)
+  // A failed turn's error names the exception's type only; why it failed stays in the logs (Application Insights).
+  AGENT_HOST_TURN_ERROR_DETAILS: '0'
   // The template serves HTTP streams (function_app.py, http_streams=True): the Python worker must index at start.
   PYTHON_ENABLE_INIT_INDEXING: '1'
 }

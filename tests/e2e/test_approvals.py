@@ -101,4 +101,27 @@ def test_a_keyed_retry_of_an_approval_answer_returns_the_original_turn(tmp_path:
     assert retry.json()["turnId"] == first.json()["turnId"]
     assert retry.json()["text"] == first.json()["text"] == "[offline model] The tool returned: Refunded B2."
     assert (other.status, other.json()["error"]["code"]) == (409, "idempotency_key_reused")
-    assert (unkeyed.status, unkeyed.json()["error"]["code"]) == (400, "unknown_approval")
+    assert (unkeyed.status, unkeyed.json()["error"]["code"]) == (409, "approval_already_answered")
+
+
+def test_answering_an_approval_again_says_it_was_answered_and_runs_nothing(tmp_path: Path) -> None:
+    executed.clear()
+    running = RunningHost(app, tmp_path)
+    try:
+        asked = running.request("POST", f"{BASE}/c1/turns", {"message": "please refund order_id=C3"})
+        request_id = asked.json()["approvalRequests"][0]["id"]
+        running.request("POST", f"{BASE}/c1/turns", {"approvals": [{"id": request_id, "approved": False}]})
+        before = running.request("GET", f"{BASE}/c1/messages").json()
+        again = running.request("POST", f"{BASE}/c1/turns", {"approvals": [{"id": request_id, "approved": True}]})
+        after = running.request("GET", f"{BASE}/c1/messages").json()
+    finally:
+        running.stop()
+
+    assert executed == []
+    assert again.status == 409
+    assert again.json()["error"] == {
+        "code": "approval_already_answered",
+        "message": f"Approval '{request_id}' was already answered (rejected) by an earlier turn; an approval takes "
+        "one answer (pending now: none). Nothing was run.",
+    }
+    assert after == before

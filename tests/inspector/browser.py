@@ -47,8 +47,8 @@ def require_browser() -> tuple[str, str]:
     return chromium, chromedriver
 
 
-def start_browser(width: int = 1280, height: int = 1000) -> Iterator[Any]:
-    """A headless Chromium with a fresh profile; quit afterwards."""
+def start_browser(width: int = 1280, height: int = 1000, flags: tuple[str, ...] = ()) -> Iterator[Any]:
+    """A headless Chromium with a fresh profile (and more command-line `flags`); quit afterwards."""
     chromium, chromedriver = require_browser()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -56,7 +56,7 @@ def start_browser(width: int = 1280, height: int = 1000) -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="inspector-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"]:
+    for flag in [*CHROMIUM_FLAGS, *flags, f"--user-data-dir={profile}", f"--window-size={width},{height}"]:
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(chromedriver), options=options)
     try:

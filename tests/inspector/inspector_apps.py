@@ -18,7 +18,8 @@ from agent_framework import (
     handler,
     tool,
 )
-from workflows.hitl_apps import Gate
+from conftest import FailingChatClient
+from workflows.hitl_apps import Gate, delete_file
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
 from agent_host._streaming.sqlite_store import SqliteStreamStore
@@ -45,7 +46,8 @@ class Shout(Executor):
 
 
 def inspector_app(streams: Path | None = None, *, inspector: bool | None = True) -> AgentFunctionApp:
-    """The agent `assistant` and the workflows `review` (writer, then a person approves) and `shout`.
+    """The agents `assistant` and `broken` (its model always fails), and the workflows `review` (writer, then a person
+    approves), `cleanup` (an agent whose tool needs approval) and `shout`.
 
     With `streams` (a file), turns stream through an SQLite stream store there and HTTP functions take the HTTP
     streams shape, as the template under `serve` does; without, the classic shape and no stream store.
@@ -67,11 +69,14 @@ def inspector_app(streams: Path | None = None, *, inspector: bool | None = True)
     writer = AgentExecutor(Agent(OfflineChatClient(), "Write a short draft.", name="writer"), id="writer")
     gate = Gate(id="gate")
     review = WorkflowBuilder(name="review", start_executor=writer, output_from=[gate]).add_edge(writer, gate).build()
+    janitor = AgentExecutor(Agent(OfflineChatClient(), "Clean up.", name="janitor", tools=[delete_file]), id="janitor")
+    cleanup = WorkflowBuilder(name="cleanup", start_executor=janitor, output_from=[janitor]).build()
     shouter = Shout(id="shouter")
     shout = WorkflowBuilder(name="shout", start_executor=shouter, output_from=[shouter]).build()
+    broken = Agent(FailingChatClient(), "You never answer.", name="broken")
     return AgentFunctionApp(
-        agents=[assistant],
-        workflows=[review, shout],
+        agents=[assistant, broken],
+        workflows=[review, cleanup, shout],
         settings=HostSettings(),
         inspector=inspector,
         stream_store=SqliteStreamStore(streams) if streams is not None else None,

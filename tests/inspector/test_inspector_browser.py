@@ -7,6 +7,7 @@ where they fail (`tests/inspector/browser.py`).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -154,16 +155,22 @@ def test_a_message_sent_from_the_keyboard_streams_in_and_is_stored(driver: Any, 
     assert driver.switch_to.active_element.get_attribute("id") == "message"
 
 
-def test_a_pending_tool_is_approved_with_its_button(driver: Any, host: RunningHost) -> None:
+def test_a_pending_tool_is_approved_beside_the_message_that_asked(driver: Any, host: RunningHost) -> None:
     from selenium.webdriver.common.keys import Keys
 
     open_inspector(driver, host, "#agent=assistant&conversation=a1")
     send(driver, "use cancel_order order_id=A1")
-    wait(driver, lambda d: css(d, "#approvals li.approval"))
+    wait(driver, lambda d: css(d, "#transcript li.message.asks-approval"))
     screenshot(driver, "approval-pending")
-    approve = css(driver, "#approvals li.approval button")[0]
+    asking = css(driver, "#transcript li.message.asks-approval")[0]
+    approve = asking.find_elements("css selector", ".approval-actions button")[0]
+    pointer = css(driver, "#approvals li.approval a")[0]
 
-    assert approve.accessible_name == 'Approve cancel_order({"order_id":"A1"})'
+    assert 'Waiting for approval: cancel_order(order_id: "A1")' in asking.text
+    assert approve.accessible_name == 'Approve cancel_order(order_id: "A1")'
+    assert pointer.text == "Answer it beside its message"
+    assert pointer.get_attribute("href").endswith(f"#{asking.get_attribute('id')}")
+    assert css(driver, "#approvals button") == []  # one place to answer: beside the message
     before = turns_sent(driver)
     approve.send_keys(Keys.ENTER)  # a keyboard press on the button
     wait(driver, lambda d: turns_sent(d) > before)
@@ -172,8 +179,64 @@ def test_a_pending_tool_is_approved_with_its_button(driver: Any, host: RunningHo
     transcript = [item.text for item in css(driver, "#transcript .message")]
     summary = host.request("GET", "/api/agents/assistant/conversations/a1").json()
     assert any("Order A1 is cancelled." in text for text in transcript)
+    assert any('Approval granted: cancel_order(order_id: "A1")' in text for text in transcript)
+    assert css(driver, "#transcript .approval-actions") == []
     assert css(driver, "#approvals li") == [] and by_id(driver, "no-approvals").is_displayed()
     assert summary["pendingApprovals"] == []
+
+
+def test_a_deleted_conversation_is_shown_as_deleted(driver: Any, host: RunningHost) -> None:
+    open_inspector(driver, host, "#agent=assistant&conversation=d1")
+    send(driver, "My name is Ada.")
+    assert host.request("DELETE", "/api/agents/assistant/conversations/d1").status in (202, 204)
+    open_conversation(driver, "d1")
+    wait(driver, lambda d: d.find_element("id", "conversation-title").text.endswith(": deleted"))
+    screenshot(driver, "deleted")
+
+    deleted_at = by_id(driver, "deleted-at")
+    assert by_id(driver, "conversation-title").text == "Conversation d1 (agent assistant): deleted"
+    assert deleted_at.text.endswith("with its 1 turn(s)")
+    assert deleted_at.find_element("tag name", "time").get_attribute("datetime").endswith("Z")
+    assert [item.text for item in css(driver, "#transcript li")] == [
+        "This conversation was deleted; nothing of it is kept."
+    ]
+    assert by_id(driver, "error").text == ""
+
+
+def test_a_failed_turn_shows_what_it_was_sent(driver: Any, host: RunningHost) -> None:
+    open_inspector(driver, host, "#agent=broken&conversation=f1")
+    send(driver, "Please summarise my orders.")
+    screenshot(driver, "failed-turn")
+
+    (failed,) = css(driver, "#transcript li.failed-turn")
+    row = css(driver, "#turns-table tbody tr")[0]
+    assert "Please summarise my orders." in failed.text
+    assert "turn_failed: The agent run failed (RuntimeError)." in failed.text
+    assert "Not stored in the transcript" in failed.text
+    assert "turn_failed" in by_id(driver, "error").text
+    assert "sent: Please summarise my orders." in row.text
+    assert host.request("GET", "/api/agents/broken/conversations/f1/messages").json()["messages"] == []
+
+
+def test_ids_and_times_are_shown_short_and_readable_with_the_exact_values_at_hand(
+    driver: Any, host: RunningHost
+) -> None:
+    open_inspector(driver, host, "#agent=assistant&conversation=t1")
+    send(driver, "My name is Ada.")
+    stored = host.request("GET", "/api/inspector/agents/assistant/conversations/t1").json()
+    turn_id = stored["turns"][0]["turnId"]
+
+    row = css(driver, "#turns-table tbody tr")[0]
+    shown_id = row.find_element("css selector", "th .id")
+    completed = row.find_element("css selector", "time")
+    message_time = css(driver, "#transcript li.message .message-head time")[0]
+
+    assert shown_id.text == f"{turn_id[:8]}\u2026{turn_id[-4:]}" and shown_id.get_attribute("title") == turn_id
+    assert completed.get_attribute("datetime") == stored["turns"][0]["completedAt"]
+    for time in (completed, message_time):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT.*Z", time.get_attribute("datetime"))
+        assert "T" not in time.text.replace("PM", "").replace("AM", "") and "Z" not in time.text
+        assert "2026" in time.text or str(int(time.get_attribute("datetime")[:4])) in time.text
 
 
 def test_retention_is_changed_from_its_form_and_the_chart_shows_the_budget(driver: Any, host: RunningHost) -> None:
@@ -250,10 +313,13 @@ def test_a_workflow_run_waiting_for_a_person_is_answered_from_its_form(driver: A
     wait(driver, lambda d: css(d, "#requests li.request"))
     screenshot(driver, "workflow-waiting")
 
-    field = css(driver, "#requests li.request textarea")[0]
+    request = css(driver, "#requests li.request")[0]
+    field = request.find_element("css selector", "textarea")
     assert field.accessible_name.startswith("Response to ")
+    assert request.find_element("css selector", "dl.fields dt").text == "draft"
+    assert not request.find_element("css selector", "details.raw pre").is_displayed()
     field.send_keys("true")
-    css(driver, "#requests li.request button[type=submit]")[0].click()
+    request.find_element("css selector", "button[type=submit]").click()
     wait(driver, lambda d: d.find_element("id", "run-status").text == "completed")
     screenshot(driver, "workflow-done")
 
@@ -261,13 +327,34 @@ def test_a_workflow_run_waiting_for_a_person_is_answered_from_its_form(driver: A
     # The run list is loaded again after the run view: wait until it shows the run completed too.
     listed = wait(driver, completed_run_list)
     assert '"published: ' in outputs
-    assert listed == [item for item in listed if run["runId"] in item]
+    assert listed == [run["runId"]]
+
+
+def test_a_workflow_tool_approval_reads_as_the_tool_and_its_arguments(driver: Any, host: RunningHost) -> None:
+    start = {"input": "use delete_file path=notes.txt", "wait": True, "timeoutSeconds": 20}
+    run = host.request("POST", "/api/workflows/cleanup/runs", start).json()
+    open_inspector(driver, host, f"#workflow=cleanup&run={run['runId']}")
+    wait(driver, lambda d: css(d, "#requests li.request"))
+    screenshot(driver, "workflow-tool-approval")
+
+    request = css(driver, "#requests li.request")[0]
+    what = request.find_element("css selector", ".request-what").text
+    fields = [item.text for item in request.find_elements("css selector", "dl.fields > *")]
+    approve = request.find_element("css selector", ".actions button")
+    assert what.startswith("janitor asks to run the tool delete_file (request af-call-")
+    assert fields == ["path", "notes.txt"]
+    assert not request.find_element("css selector", "details.raw pre").is_displayed()  # the JSON only on demand
+    assert approve.accessible_name == 'Approve delete_file(path: "notes.txt")'
+    approve.click()
+    wait(driver, lambda d: d.find_element("id", "run-status").text == "completed")
+
+    assert "deleted notes.txt" in by_id(driver, "outputs").text
 
 
 def completed_run_list(driver: Any) -> list[str] | None:
-    """The run list's texts once its first run reads completed; None before."""
-    listed = [item.text for item in css(driver, "#run-list button.item")]
-    return listed if listed and "completed" in listed[0] else None
+    """The run ids the run list shows once its first run reads completed; None before."""
+    items = css(driver, "#run-list button.item")
+    return [item.get_attribute("data-run") for item in items] if items and "completed" in items[0].text else None
 
 
 def test_behind_a_function_key_the_page_works_with_the_key_in_its_address(driver: Any, tmp_path: Path) -> None:

@@ -99,15 +99,15 @@ def test_the_inspector_needs_the_function_key_like_every_route(tmp_path: Path) -
 
     assert without == dict.fromkeys(INSPECTOR_ROUTES, 401)
     assert page.status == 200 and b"<main" in page.body
-    assert hosted.json()["agents"] == [{"name": "assistant", "history": "durable"}]
+    assert hosted.json()["agents"][0] == {"name": "assistant", "history": "durable"}
 
 
 def test_app_names_the_hosted_agents_and_workflows(host: RunningHost) -> None:
     reply = host.request("GET", "/api/inspector/app")
 
     assert reply.json() == {
-        "agents": [{"name": "assistant", "history": "durable"}],
-        "workflows": [{"name": "review"}, {"name": "shout"}],
+        "agents": [{"name": "assistant", "history": "durable"}, {"name": "broken", "history": "durable"}],
+        "workflows": [{"name": "review"}, {"name": "cleanup"}, {"name": "shout"}],
     }
 
 
@@ -182,13 +182,33 @@ def test_what_the_inspector_cannot_show_it_says_why(host: RunningHost, path: str
 
 
 def test_a_deleted_conversation_reads_as_deleted(host: RunningHost) -> None:
-    talk(host, "My name is Ada.")
+    talk(host, "My name is Ada.", "What is my name?")
     host.request("DELETE", "/api/agents/assistant/conversations/c1")
 
     reply = host.request("GET", "/api/inspector/agents/assistant/conversations/c1")
 
-    assert reply.status == 404
-    assert "was deleted" in reply.json()["error"]["message"]
+    # The tombstone is what the host holds: shown as such, where an id that never existed is 404.
+    assert reply.status == 200
+    assert reply.json()["conversationId"] == "c1"
+    assert reply.json()["deleted"]["removedTurns"] == 2
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", reply.json()["deleted"]["deletedAt"])
+    assert "messages" not in reply.json()
+
+
+def test_a_failed_turns_receipt_keeps_what_it_was_sent(tmp_path: Path) -> None:
+    running = RunningHost(inspector_app, tmp_path)
+    try:
+        sent = "Please help. " * 100  # 1300 characters: the receipt keeps 1000
+        failed = running.request("POST", "/api/agents/broken/conversations/f1/turns", {"message": sent})
+        bundle = running.request("GET", "/api/inspector/agents/broken/conversations/f1").json()
+    finally:
+        running.stop()
+
+    (turn,) = bundle["turns"]
+    assert failed.status == 502 and turn["status"] == "failed"
+    assert turn["error"] == failed.json()["error"]
+    assert turn["input"] == {"message": sent[:999] + "…"}
+    assert bundle["messages"] == []  # nothing of the failed turn is in the transcript
 
 
 def test_a_workflows_runs_are_listed_with_their_status_and_only_its_own(host: RunningHost) -> None:

@@ -12,12 +12,13 @@ from conftest import ScriptedChatClient, make_agent
 
 from agent_host._conversation.approvals import (
     answer_contents,
+    answered_approvals,
     check_answers,
     pending_from_response,
     public_view,
     remaining_after,
 )
-from agent_host._errors import UnknownApprovalError
+from agent_host._errors import ApprovalAnsweredError, UnknownApprovalError
 
 
 def approval_request(request_id: str, tool_name: str, arguments: Any, call_id: str | None = None) -> Content:
@@ -123,6 +124,26 @@ def test_two_answers_to_one_request_are_unknown_approval() -> None:
 def test_an_answer_when_nothing_is_pending_says_none_is() -> None:
     with pytest.raises(UnknownApprovalError, match=r"\(pending: none\)"):
         check_answers({}, [{"id": "fc_1", "approved": True}])
+
+
+def test_an_answer_to_a_request_an_earlier_turn_answered_says_so_with_its_verdict() -> None:
+    request = approval_request("fc_1", "refund", "{}")
+    transcript = cold(
+        [
+            {"id": "m1", "role": "assistant", "contents": [request.to_dict()]},
+            {"id": "m2", "role": "user", "contents": [request.to_function_approval_response(False).to_dict()]},
+        ]
+    )
+
+    answered = answered_approvals(transcript)
+    with pytest.raises(ApprovalAnsweredError) as caught:
+        answer_contents([], [{"id": "fc_1", "approved": True}], answered)
+
+    assert answered == {"fc_1": False}
+    assert (caught.value.code, caught.value.status) == ("approval_already_answered", 409)
+    assert "already answered (rejected)" in caught.value.message
+    with pytest.raises(UnknownApprovalError):  # an id no turn answered is still "not pending"
+        check_answers({}, [{"id": "fc_2", "approved": True}], answered)
 
 
 # --- answer_contents -----------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from agent_host._errors import (
     INTERNAL_ERROR_CODE,
     AgentHostError,
     AgentNotFoundError,
+    ApprovalAnsweredError,
     ConversationNotFoundError,
     IdempotencyConflictError,
     InvalidRequestError,
@@ -69,6 +70,7 @@ EXPECTED_STATUS = {
     "method_not_allowed": 405,
     "idempotency_key_reused": 409,
     "request_already_answered": 409,
+    "approval_already_answered": 409,
     "turn_expired": 410,
     "message_too_large": 413,
     "unsupported_media_type": 415,
@@ -333,6 +335,20 @@ def test_only_a_newer_version_advises_a_newer_host() -> None:
             "unsupported_media_type",
             415,
             "Content type 'text/xml' is not supported; send application/json or text/plain.",
+        ),
+        (
+            UnsupportedMediaTypeError("application/x-www-form-urlencoded", "application/json"),
+            "unsupported_media_type",
+            415,
+            "Content type 'application/x-www-form-urlencoded' is not supported; send application/json. "
+            "curl -d sends it unless told otherwise: add -H 'Content-Type: application/json'.",
+        ),
+        (
+            ApprovalAnsweredError("ap1", True, ["ap2"]),
+            "approval_already_answered",
+            409,
+            "Approval 'ap1' was already answered (approved) by an earlier turn; an approval takes one answer "
+            "(pending now: ap2). Nothing was run.",
         ),
         (
             StateCorruptError("is not valid JSON (Expecting value)"),

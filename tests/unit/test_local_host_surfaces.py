@@ -233,7 +233,7 @@ def test_stalled_request_heads_are_closed_after_the_head_deadline(serve) -> None
     for number in range(100):
         sock = socket.create_connection(served.public)
         if number % 2:  # half send part of a head, half send nothing at all
-            sock.sendall(b"GET /api/counter/k HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            sock.sendall(b"GET /api/counter/k HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         stalled.append(sock)
 
     time.sleep(0.2)
@@ -255,7 +255,7 @@ def test_stalled_request_heads_are_closed_after_the_head_deadline(serve) -> None
 def test_a_stalled_request_body_is_answered_408_and_its_connection_closed(serve, listener: str) -> None:
     served = serve(request_deadlines=RequestDeadlines(head_seconds=5, body_seconds=0.5))
     path = "/api/counter/k" if listener == "public" else "/runtime/webhooks/durabletask/entities/counter/k?op=add"
-    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n".encode()
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n".encode()
 
     started = time.monotonic()
     reply = exchange(getattr(served, listener), head + b"0123456789")  # 10 of 1,000 bytes, then silence
@@ -294,9 +294,9 @@ def test_a_method_no_function_or_api_takes_gets_405_with_an_allow_listing_only_m
 @pytest.mark.parametrize(
     "raw",
     [
-        b"GET /api/" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
-        b"GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n",
-        b"GET /api/health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(200)) + b"\r\n",
+        b"GET /api/" + b"a" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n",
+        b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(200)) + b"\r\n",
     ],
     ids=["long-url", "long-header", "many-headers"],
 )

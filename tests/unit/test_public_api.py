@@ -34,6 +34,7 @@ def test_public_api_is_exactly_this() -> None:
         "AgentNotFoundError",
         "AgentResponseCallbackProtocol",
         "AgentTurnError",
+        "ApprovalAnsweredError",
         "Clock",
         "ConversationNotFoundError",
         "DurableHistoryProvider",

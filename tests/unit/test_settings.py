@@ -29,6 +29,34 @@ def test_openai_compatible_base_url_is_used_without_azure() -> None:
     assert client.model == "llama3.2"
 
 
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        (
+            {"OPENAI_API_KEY": "sk-test"},
+            "OPENAI_API_KEY is set, so an OpenAI-compatible model answers, but OPENAI_CHAT_MODEL is not: set "
+            "OPENAI_CHAT_MODEL to its name (gpt-4o-mini, llama3.2 on Ollama).",
+        ),
+        (
+            {"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "OPENAI_CHAT_MODEL": " "},
+            "OPENAI_BASE_URL is set, so an OpenAI-compatible model answers, but OPENAI_CHAT_MODEL is not: set "
+            "OPENAI_CHAT_MODEL to its name (gpt-4o-mini, llama3.2 on Ollama).",
+        ),
+        (
+            {"AZURE_OPENAI_ENDPOINT": "https://example.openai.azure.com", "AZURE_OPENAI_API_KEY": "k"},
+            "AZURE_OPENAI_ENDPOINT is set, so Azure OpenAI answers, but AZURE_OPENAI_CHAT_MODEL is not: set "
+            "AZURE_OPENAI_CHAT_MODEL to its deployment name (chat after azd up).",
+        ),
+    ],
+)
+def test_a_model_endpoint_without_its_model_setting_names_the_setting(environ: dict, message: str) -> None:
+    # Core's own error would name OPENAI_CHAT_COMPLETION_MODEL or OPENAI_MODEL, which the docs never mention.
+    with pytest.raises(ValueError) as raised:
+        chat_client_from_settings(environ)
+
+    assert str(raised.value) == message
+
+
 def test_offline_model_when_nothing_is_configured() -> None:
     assert isinstance(chat_client_from_settings({"AZURE_OPENAI_ENDPOINT": "", "OPENAI_API_KEY": ""}), OfflineChatClient)
 

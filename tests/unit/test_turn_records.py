@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_framework import AgentResponse, Content, Message
 
-from agent_host._conversation.turn_records import completed_record, turn_text
+from agent_host._conversation.turn_records import completed_record, failed_record, turn_text
 from agent_host._http.rendering import render_turn
 
 
@@ -37,3 +37,16 @@ def test_an_answer_the_transcript_holds_as_delivered_is_named_and_any_other_is_c
     assert completed_record(AgentResponse(messages=[answer]), 8, "assistant", [])["messages"] == [
         {"id": "a1", "role": "assistant", "text": "Noted.", "at": 8}
     ]
+
+
+def test_a_failed_record_keeps_what_the_turn_was_sent_cut_short() -> None:
+    error = {"code": "turn_failed", "message": "The agent run failed (RuntimeError)."}
+    answers = [{"id": "af-1", "approved": True, "reason": "ignored"}]
+
+    long = failed_record(error, 5, "x" * 1001)
+    short = failed_record(error, 5, "hello", answers)
+
+    assert long["input"] == {"message": "x" * 999 + "\u2026"} and len(long["input"]["message"]) == 1000
+    sent = {"message": "hello", "approvals": [{"id": "af-1", "approved": True}]}
+    assert short == {"status": "failed", "error": error, "at": 5, "input": sent}
+    assert "input" not in failed_record(error, 5)

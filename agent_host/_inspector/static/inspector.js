@@ -83,7 +83,8 @@
   }
 
   function fail(error) {
-    const text = error instanceof ApiError ? `${error.message} (${error.status} ${error.code})` : String(error);
+    const status = error instanceof ApiError && error.status ? `${error.status} ` : "";
+    const text = error instanceof ApiError ? `${error.message} (${status}${error.code})` : String(error);
     $("error").textContent = text;
   }
 
@@ -94,6 +95,55 @@
   function shortJson(value) {
     const text = typeof value === "string" ? value : JSON.stringify(value);
     return text === undefined ? "" : text;
+  }
+
+  // Ids are long and alike (turn ids, af-call-..., run ids): shown short, whole in the tooltip and the data attributes.
+  function shortId(id) {
+    const text = String(id ?? "");
+    return text.length > 16 ? `${text.slice(0, 8)}…${text.slice(-4)}` : text;
+  }
+
+  function idNode(id) {
+    return el("span", { class: "id", title: id, text: shortId(id) });
+  }
+
+  // Times arrive as ISO 8601 in UTC: shown in the reader's time zone, the exact value in the element's datetime.
+  const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+  function readableTime(iso) {
+    const date = iso ? new Date(iso) : null;
+    return date && !Number.isNaN(date.getTime()) ? timeFormat.format(date) : iso || "";
+  }
+
+  function timeNode(iso) {
+    return el("time", { datetime: iso, title: iso, text: readableTime(iso) });
+  }
+
+  function argumentsOf(value) {
+    if (typeof value !== "string") return value;
+    try {
+      return JSON.parse(value);
+    } catch {
+      return value;
+    }
+  }
+
+  // A tool call as a person reads it: cancel_order(order_id: "A1"), not its JSON.
+  function callText(name, value) {
+    const args = argumentsOf(value);
+    if (args && typeof args === "object" && !Array.isArray(args)) {
+      const parts = Object.entries(args).map(([key, item]) => `${key}: ${JSON.stringify(item)}`);
+      return `${name}(${parts.join(", ")})`;
+    }
+    return args === undefined || args === null || args === "" ? `${name}()` : `${name}(${shortJson(args)})`;
+  }
+
+  function fieldList(value) {
+    const list = el("dl", { class: "fields" });
+    for (const [key, item] of Object.entries(value)) {
+      list.append(el("dt", { text: key }), el("dd", { text: typeof item === "string" ? item : JSON.stringify(item) }));
+    }
+    return list;
   }
 
   function bytes(n) {
@@ -139,7 +189,9 @@
     const list = $("conversation-list");
     if (!more) list.replaceChildren();
     for (const item of data.conversations) {
-      const label = item.lastOperationTime ? `${item.conversationId} · ${item.lastOperationTime}` : item.conversationId;
+      const label = item.lastOperationTime
+        ? `${item.conversationId} · ${readableTime(item.lastOperationTime)}`
+        : item.conversationId;
       const button = el("button", {
         type: "button",
         class: "item",
@@ -177,18 +229,32 @@
       say(`${error.message}`);
     }
     if (agent !== state.agent || conversation !== state.conversation) return; // another one was opened meanwhile
+    const deleted = bundle && bundle.deleted ? bundle.deleted : null;
+    if (deleted) bundle = null;
     state.bundle = bundle;
-    renderSummary(bundle);
-    renderTranscript(bundle ? bundle.messages : []);
-    renderApprovals(bundle ? bundle.conversation.pendingApprovals : []);
+    $("conversation-title").textContent = `Conversation ${conversation} (agent ${agent})${deleted ? ": deleted" : ""}`;
+    $("conversation").classList.toggle("deleted", Boolean(deleted));
+    renderSummary(bundle, deleted);
+    const pending = bundle ? bundle.conversation.pendingApprovals : [];
+    renderTranscript(bundle ? bundle.messages : [], pending, bundle ? bundle.turns : [], deleted);
+    renderApprovals(pending);
     renderRetention(bundle);
     renderSizes(bundle);
     renderTurns(bundle);
   }
 
-  function renderSummary(bundle) {
+  function renderSummary(bundle, deleted) {
     const summary = $("summary");
     summary.replaceChildren();
+    if (deleted) {
+      summary.append(
+        el("dt", { text: "Deleted" }),
+        el("dd", { id: "deleted-at" }, timeNode(deleted.deletedAt), ` with its ${deleted.removedTurns} turn(s)`),
+        el("dt", { text: "Next message" }),
+        el("dd", { text: "starts a new conversation with this id" }),
+      );
+      return;
+    }
     if (!bundle) {
       summary.append(el("dt", { text: "Stored" }), el("dd", { text: "nothing yet: send a message to start it" }));
       return;
@@ -204,10 +270,12 @@
         "Deleted by retention",
         `${c.truncation.evictedMessages || 0} messages, ${c.truncation.expiredAnswers || 0} answer copies`,
       ],
-      ["Updated", c.updatedAt],
+      ["Updated", timeNode(c.updatedAt)],
     ];
     if (c.capacityError) rows.push(["Over budget", c.capacityError.message]);
-    for (const [name, value] of rows) summary.append(el("dt", { text: name }), el("dd", { text: value }));
+    for (const [name, value] of rows) {
+      summary.append(el("dt", { text: name }), typeof value === "string" ? el("dd", { text: value }) : el("dd", {}, value));
+    }
   }
 
   function messageDomId(messageId) {
@@ -235,27 +303,55 @@
     });
   }
 
-  function contentLines(message) {
+  function contentLine(text, id) {
+    return el("p", { class: "content-line" }, text, id ? [" ", idNode(id)] : []);
+  }
+
+  function contentLines(message, pendingById) {
     const lines = [];
     for (const content of message.contents || []) {
       if (content.type === "function_call") {
-        lines.push(`Tool call ${content.name}(${shortJson(content.arguments)}) [${content.call_id}]`);
+        lines.push(contentLine(`Tool call ${callText(content.name, content.arguments)}`, content.call_id));
       } else if (content.type === "function_result") {
-        lines.push(`Tool result [${content.call_id}]: ${shortJson(content.result)}`);
+        lines.push(contentLine(`Tool result: ${shortJson(content.result)}`, content.call_id));
       } else if (content.type === "function_approval_request") {
         const call = content.function_call || {};
-        lines.push(`Approval requested for ${call.name}(${shortJson(call.arguments)}) [${content.id}]`);
+        const pending = pendingById.get(content.id);
+        const asked = `${pending ? "Waiting for approval" : "Approval requested"}: ${callText(call.name, call.arguments)}`;
+        lines.push(contentLine(asked, content.id));
+        if (pending) lines.push(approvalButtons(pending, "approval-actions"));
       } else if (content.type === "function_approval_response") {
         const call = content.function_call || {};
-        lines.push(`Approval ${content.approved ? "granted" : "refused"} for ${call.name} [${content.id}]`);
+        lines.push(contentLine(`Approval ${content.approved ? "granted" : "refused"}: ${callText(call.name, call.arguments)}`, content.id));
       } else if (content.type !== "text") {
-        lines.push(`${content.type}: ${shortJson(content)}`);
+        lines.push(contentLine(`${content.type}: ${shortJson(content)}`));
       }
     }
     return lines;
   }
 
-  function renderMessage(message) {
+  // Approve and Reject for one pending approval: beside the message that asked, or in the panel when it is gone.
+  function approvalButtons(item, className) {
+    const call = callText(item.toolName, item.arguments);
+    return el(
+      "div",
+      { class: className, "data-approval": item.id },
+      el("button", {
+        type: "button",
+        "aria-label": `Approve ${call}`,
+        text: "Approve",
+        onclick: guard(() => sendTurn({ approvals: [{ id: item.id, approved: true }] }, `Approved ${call}`)),
+      }),
+      el("button", {
+        type: "button",
+        "aria-label": `Reject ${call}`,
+        text: "Reject",
+        onclick: guard(() => sendTurn({ approvals: [{ id: item.id, approved: false }] }, `Rejected ${call}`)),
+      }),
+    );
+  }
+
+  function renderMessage(message, pendingById) {
     const classes = ["message", `role-${message.role}`];
     if (message.excluded) classes.push("excluded");
     if (message.summaryOf) classes.push("summary-message");
@@ -270,7 +366,7 @@
             ? `${message.role} (${message.authorName})`
             : message.role,
       }),
-      el("time", { datetime: message.createdAt, text: message.createdAt }),
+      timeNode(message.createdAt),
       message.excluded
         ? el("span", { class: "badge excluded-badge", text: `excluded: ${message.excludeReason || "no reason given"}` })
         : null,
@@ -278,7 +374,9 @@
     );
     const parts = [head];
     if (message.text) parts.push(el("p", { class: "message-text", text: message.text }));
-    for (const line of contentLines(message)) parts.push(el("p", { class: "content-line", text: line }));
+    const lines = contentLines(message, pendingById);
+    if (lines.some((line) => line.classList.contains("approval-actions"))) classes.push("asks-approval");
+    parts.push(...lines);
     if (message.summaryOf) {
       parts.push(el("p", { class: "links" }, "Replaces: ", message.summaryOf.map((id) => messageLink(id))));
     }
@@ -291,34 +389,54 @@
     return el("li", { id: messageDomId(message.messageId), class: classes.join(" "), tabindex: "-1", "aria-label": label }, parts);
   }
 
-  function renderTranscript(messages) {
-    const list = $("transcript");
-    list.replaceChildren(...messages.map(renderMessage));
-    if (!messages.length) list.append(el("li", { class: "muted", text: "No messages yet." }));
+  // A failed turn leaves no message: its receipt keeps what it was sent, shown where the turn happened.
+  function renderFailedTurn(turn) {
+    const sent = turn.input || {};
+    const answers = (sent.approvals || []).map((a) => `${a.approved ? "approved" : "rejected"} ${shortId(a.id)}`);
+    return el(
+      "li",
+      { class: "message failed-turn", "data-turn": turn.turnId, tabindex: "-1", "aria-label": "failed turn" },
+      el("div", { class: "message-head" }, el("span", { class: "role", text: "failed turn" }), idNode(turn.turnId), timeNode(turn.completedAt)),
+      sent.message ? el("p", { class: "message-text", text: sent.message }) : null,
+      answers.length ? el("p", { class: "content-line", text: `Approval answers: ${answers.join(", ")}` }) : null,
+      el("p", { class: "failure", text: turn.error ? `${turn.error.code}: ${turn.error.message}` : "The turn failed." }),
+      el("p", { class: "help", text: "Not stored in the transcript: the model is not sent this." }),
+    );
   }
 
+  function renderTranscript(messages, pending, turns, deleted) {
+    const list = $("transcript");
+    const pendingById = new Map((pending || []).map((item) => [item.id, item]));
+    const nodes = messages.map((message) => renderMessage(message, pendingById));
+    // Each failed turn goes after the last message stored before it ended (times need not rise along the
+    // transcript: a summary compaction inserted is younger than the messages after it).
+    const times = messages.map((message) => Date.parse(message.createdAt));
+    const failed = (turns || []).filter((turn) => turn.status === "failed");
+    for (const turn of failed.sort((a, b) => Date.parse(a.completedAt) - Date.parse(b.completedAt))) {
+      const at = Date.parse(turn.completedAt);
+      let index = times.length;
+      while (index > 0 && !(times[index - 1] <= at)) index -= 1;
+      nodes.splice(index, 0, renderFailedTurn(turn));
+      times.splice(index, 0, at);
+    }
+    list.replaceChildren(...nodes);
+    if (deleted) list.append(el("li", { class: "muted", text: "This conversation was deleted; nothing of it is kept." }));
+    else if (!nodes.length) list.append(el("li", { class: "muted", text: "No messages yet." }));
+  }
+
+  // The panel lists what waits, linked to the message that asked; an approval whose message is gone gets its buttons.
   function renderApprovals(pending) {
     const list = $("approvals");
     list.replaceChildren();
     for (const item of pending || []) {
-      const call = `${item.toolName}(${shortJson(item.arguments)})`;
+      const asking = document.querySelector(`#transcript [data-approval="${CSS.escape(item.id)}"]`);
+      const messageId = asking ? asking.closest("li.message").id.replace(/^msg-/, "") : null;
       list.append(
         el(
           "li",
           { class: "approval", "data-approval": item.id },
-          el("code", { text: call }),
-          el("button", {
-            type: "button",
-            "aria-label": `Approve ${call}`,
-            text: "Approve",
-            onclick: guard(() => sendTurn({ approvals: [{ id: item.id, approved: true }] }, `Approved ${call}`)),
-          }),
-          el("button", {
-            type: "button",
-            "aria-label": `Reject ${call}`,
-            text: "Reject",
-            onclick: guard(() => sendTurn({ approvals: [{ id: item.id, approved: false }] }, `Rejected ${call}`)),
-          }),
+          el("code", { text: callText(item.toolName, item.arguments) }),
+          messageId ? messageLink(messageId, "Answer it beside its message") : approvalButtons(item, "approval-actions"),
         ),
       );
     }
@@ -455,6 +573,7 @@
     for (const turn of bundle.turns) {
       const notes = [];
       if (turn.error) notes.push(`${turn.error.code}: ${turn.error.message}`);
+      if (turn.input && turn.input.message) notes.push(`sent: ${turn.input.message}`);
       if (turn.usage && turn.usage.total_token_count) notes.push(`${turn.usage.total_token_count} tokens`);
       if (turn.approvalRequests && turn.approvalRequests.length) notes.push(`${turn.approvalRequests.length} approval request(s)`);
       if (turn.answerCopies) notes.push(`${turn.answerCopies} answer message(s) kept as a copy`);
@@ -462,15 +581,15 @@
       const answer = el("td", {});
       turn.answerMessageIds.forEach((id, index) => {
         if (index) answer.append(", ");
-        answer.append(document.getElementById(messageDomId(id)) ? messageLink(id) : id);
+        answer.append(document.getElementById(messageDomId(id)) ? messageLink(id, shortId(id)) : idNode(id));
       });
       tbody.append(
         el(
           "tr",
           { "data-turn": turn.turnId },
-          el("th", { scope: "row", text: turn.turnId }),
+          el("th", { scope: "row" }, idNode(turn.turnId)),
           el("td", { text: turn.status }),
-          el("td", { text: turn.completedAt || "" }),
+          el("td", {}, turn.completedAt ? timeNode(turn.completedAt) : ""),
           answer,
           el("td", { text: String(turn.bytes) }),
           el("td", { text: notes.join("; ") }),
@@ -598,12 +717,12 @@
       reply.dataset.deltas = String(Number(reply.dataset.deltas) + 1);
       replyText(reply, data.messageId).textContent += data.text;
     } else if (event === "tool.call") {
-      reply.append(el("p", { class: "content-line", text: `Tool call ${data.name}(${shortJson(data.arguments)})` }));
+      reply.append(el("p", { class: "content-line", text: `Tool call ${callText(data.name, data.arguments)}` }));
     } else if (event === "tool.result") {
       reply.append(el("p", { class: "content-line", text: `Tool result: ${shortJson(data.result)}` }));
     } else if (event === "approval.requested") {
       reply.append(
-        el("p", { class: "content-line", text: `Waiting for approval: ${data.toolName}(${shortJson(data.arguments)})` }),
+        el("p", { class: "content-line", text: `Waiting for approval: ${callText(data.toolName, data.arguments)}` }),
       );
     } else if (event === "turn.completed") {
       if (!reply.querySelector(".message-text")) {
@@ -637,7 +756,8 @@
             class: "item",
             "data-run": run.runId,
             "aria-current": run.runId === state.run ? "true" : null,
-            text: `${run.runId} · ${run.status} · ${run.createdTime || ""}`,
+            title: run.runId,
+            text: `${shortId(run.runId)} · ${run.status} · ${readableTime(run.createdTime)}`,
             onclick: guard(() => openRun(run.runId)),
           }),
         ),
@@ -655,7 +775,7 @@
       button.setAttribute("aria-current", String(button.dataset.run === runId));
     }
     $("run").hidden = false;
-    $("run-title").textContent = `Run ${runId} of ${state.workflow}`;
+    $("run-title").replaceChildren("Run ", idNode(runId), ` of ${state.workflow}`);
     const suffix = waitSeconds ? `?timeoutSeconds=${waitSeconds}` : "";
     const { data } = await callJson("GET", `/workflows/${enc(state.workflow)}/runs/${enc(runId)}${suffix}`);
     if (runId !== state.run) return;
@@ -687,24 +807,39 @@
         await openRun(run.runId, 10);
         await loadRunList(false);
       });
-    const item = el(
-      "li",
-      { class: "request", "data-request": request.requestId },
-      el("div", { text: `${request.executorId} asks (request ${request.requestId}):` }),
+    const raw = el(
+      "details",
+      { class: "raw" },
+      el("summary", { text: "The request as sent (JSON)" }),
       el("pre", { class: "json", tabindex: "0", text: JSON.stringify(request.data, null, 2) }),
     );
+    const item = el("li", { class: "request", "data-request": request.requestId });
     if (isApproval) {
       const call = request.data.function_call || {};
+      const args = argumentsOf(call.arguments);
+      item.append(
+        el("p", { class: "request-what" }, `${request.executorId} asks to run the tool `, el("strong", { text: call.name }), " (request ", idNode(request.requestId), "):"),
+        args && typeof args === "object" && !Array.isArray(args) && Object.keys(args).length
+          ? fieldList(args)
+          : el("p", { class: "content-line", text: callText(call.name, call.arguments) }),
+        raw,
+      );
       item.append(
         el(
           "div",
           { class: "actions" },
-          el("button", { type: "button", text: "Approve", "aria-label": `Approve ${call.name}`, onclick: answer({ approved: true }) }),
-          el("button", { type: "button", text: "Reject", "aria-label": `Reject ${call.name}`, onclick: answer({ approved: false }) }),
+          el("button", { type: "button", text: "Approve", "aria-label": `Approve ${callText(call.name, call.arguments)}`, onclick: answer({ approved: true }) }),
+          el("button", { type: "button", text: "Reject", "aria-label": `Reject ${callText(call.name, call.arguments)}`, onclick: answer({ approved: false }) }),
         ),
       );
       return item;
     }
+    const data = request.data;
+    item.append(
+      el("p", { class: "request-what" }, `${request.executorId} asks (request `, idNode(request.requestId), "):"),
+      data && typeof data === "object" && !Array.isArray(data) ? fieldList(data) : el("p", { class: "message-text", text: shortJson(data) }),
+      raw,
+    );
     const field = el("textarea", { id, rows: "2", required: true, "aria-describedby": `${id}-help` });
     const form = el(
       "form",
