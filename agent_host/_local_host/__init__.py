@@ -309,8 +309,12 @@ class LocalHost:
             await asyncio.to_thread(self.orchestrations.stop)
             await asyncio.to_thread(self.scheduler.stop)
             await self.invoker.stop()  # last: the schedulers' running batches invoke through it
-            self.store.close()
-            self._state_lock.release()
+            self.close()
+
+    def close(self) -> None:
+        """Close the store and give up the state directory: all a host that was never started holds."""
+        self.store.close()
+        self._state_lock.release()
 
 
 def _connectable_host(host: str) -> str:

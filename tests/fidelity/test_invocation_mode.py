@@ -25,7 +25,7 @@ def small_app() -> func.FunctionApp:
 def default_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalHost:
     monkeypatch.delenv("AGENT_HOST_INVOCATION", raising=False)
     host = LocalHost(small_app(), state_dir=tmp_path, port=0)
-    host.store.close()
+    host.close()
     return host
 
 
@@ -53,7 +53,7 @@ def test_direct_calls_can_be_asked_for(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("AGENT_HOST_INVOCATION", "direct")
 
     host = LocalHost(small_app(), state_dir=tmp_path, port=0)
-    host.store.close()
+    host.close()
 
     assert host.invoker.mode.value == "direct"
     assert "as asked (AGENT_HOST_INVOCATION=direct)" in host.invoker.description

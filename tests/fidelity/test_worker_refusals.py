@@ -89,7 +89,7 @@ def test_an_app_the_worker_loads_is_not_refused(tmp_path: Path, mode: str) -> No
         return len(payload)
 
     host = LocalHost(app, state_dir=tmp_path, port=0, invocation=mode)
-    host.store.close()
+    host.close()
 
     assert host.invoker.mode.value == mode
     assert [route.function_name for route in host.routes] == ["start"]
