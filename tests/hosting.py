@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from azure.durable_functions.models.utils import http_utils
 
-from agent_host._local_host import LocalHost
+from agent_host._local_host import DEFAULT_MAX_BATCH_SIZE, LocalHost
 
 T = TypeVar("T")
 
@@ -33,10 +33,17 @@ class Reply:
 class RunningHost:
     """Runs `LocalHost` for an app built by `app_factory`; `restart()` builds a fresh app on the same state dir."""
 
-    def __init__(self, app_factory: Callable[[], Any], state_dir: Path, function_key: str | None = None) -> None:
+    def __init__(
+        self,
+        app_factory: Callable[[], Any],
+        state_dir: Path,
+        function_key: str | None = None,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    ) -> None:
         self.app_factory = app_factory
         self.state_dir = state_dir
         self.function_key = function_key
+        self.max_batch_size = max_batch_size
         self.host: LocalHost | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -46,7 +53,13 @@ class RunningHost:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.host = LocalHost(self.app_factory(), state_dir=self.state_dir, port=0, function_key=self.function_key)
+        self.host = LocalHost(
+            self.app_factory(),
+            state_dir=self.state_dir,
+            port=0,
+            function_key=self.function_key,
+            max_batch_size=self.max_batch_size,
+        )
         self.call(self.host.start())
 
     def call(self, coroutine: Any, timeout: float = 60) -> Any:

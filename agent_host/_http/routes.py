@@ -36,15 +36,19 @@ from .._conversation.state import (
     TURN_COUNT_KEY,
     TURNS_KEY,
     StoredState,
+    delete_found_nothing,
     encode_state,
+    has_applied_delete,
     is_deleted,
 )
 from .._conversation.turn_records import (
+    KEYED_MARKER,
     expired_keyed_turn,
     find_keyed_turn,
     find_turn,
     is_expired,
     issued_at,
+    key_digest,
     new_turn_id,
     request_hash,
 )
@@ -314,19 +318,30 @@ class Routes:
         self, req: func.HttpRequest, client: df.DurableOrchestrationClient
     ) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
+        key = idempotency_key(req)
+        # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
+        change_id = f"{KEYED_MARKER}{key_digest(key)}" if key is not None else secrets.token_hex(8)
         conversations = ConversationClient(client, agent.entity_name)
         state = await conversations.read_for_delete(conversation_id)
-        change_id = secrets.token_hex(8)
+        if state is not None and has_applied_delete(state, change_id):
+            return self._deleted(agent, conversation_id, state, change_id)  # a retry of a delete that already ran
         # Signalled even when nothing is stored yet: a first turn may be queued, and the deletion comes after it,
         # so the conversation does not appear afterwards. With nothing stored the operation stores nothing.
         await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
         RECENT_WATCHES.forget(client, agent.entity_name, conversation_id)  # its next turn starts expiry afresh
         if state is None or is_deleted(state):
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
-        settled = await conversations.wait_for_change(conversation_id, change_id, DELETE_WAIT_SECONDS)
+        settled = await conversations.wait_for_delete(conversation_id, change_id, DELETE_WAIT_SECONDS)
         if settled is None:
             return json_response(202, {"conversationId": conversation_id, "status": "deleting"})
-        if not settled[DELETED_KEY]["existed"]:
+        return self._deleted(agent, conversation_id, settled, change_id)
+
+    def _deleted(
+        self, agent: AgentRoute, conversation_id: str, state: StoredState, change_id: str
+    ) -> func.HttpResponse:
+        """The answer to a delete that ran, from any state after it: its tombstone, a later delete's, or a
+        conversation started since. Only a delete that found nothing (another got there first) answers 404."""
+        if delete_found_nothing(state, change_id):
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
         return func.HttpResponse(status_code=204)
 
