@@ -75,6 +75,9 @@ def test_notifications_are_accepted_without_a_body(serve: Serve) -> None:
         (None, b"{not json", 400, -32700),
         ([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], None, 400, -32600),
         ({"id": 1, "method": "ping"}, None, 400, -32600),
+        ({"jsonrpc": "2.0", "id": True, "method": "ping"}, None, 400, -32600),
+        ({"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}, None, 400, -32600),
+        ({"jsonrpc": "2.0", "id": [1], "method": "ping"}, None, 400, -32600),
     ],
 )
 def test_bodies_that_are_not_one_json_rpc_message_are_refused(
@@ -86,6 +89,17 @@ def test_bodies_that_are_not_one_json_rpc_message_are_refused(
 
     assert reply.status == status
     assert reply.json()["error"]["code"] == code
+
+
+@pytest.mark.parametrize("request_id", [None, 7, 2.5, "r-7"])
+def test_a_request_id_may_be_a_string_a_number_or_null_and_comes_back_as_sent(serve: Serve, request_id: object) -> None:
+    # JSON-RPC 2.0: an id is a string, a number or null; only a message without one is a notification.
+    running = agent_host(serve)
+
+    reply = post_raw(running, MCP_PATH, {"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+
+    assert reply.status == 200
+    assert sse_data(reply.body) == [{"jsonrpc": "2.0", "id": request_id, "result": {}}]
 
 
 def test_methods_the_extension_does_not_serve_are_not_available(serve: Serve) -> None:
