@@ -63,7 +63,7 @@ from .._errors import (
     status_for_code,
 )
 from .._expiry.recent import RECENT_WATCHES
-from .._expiry.starter import TurnExpiry
+from .._expiry.starter import TurnExpiry, may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
 from .durable_client import ConversationClient
@@ -243,7 +243,9 @@ class Routes:
     async def _get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
-        state = await ConversationClient(client, agent.entity_name).read(conversation_id) or {}
+        stored = await ConversationClient(client, agent.entity_name).read(conversation_id)
+        await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
+        state = stored or {}
         location = req.url.split("?", 1)[0]
         if is_deleted(state) and turn_id in state[DELETED_KEY]["turns"]:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
@@ -262,7 +264,9 @@ class Routes:
         after = last_event_id(req)
         reader = self._reader(client, agent, conversation_id, turn_id)
         # A turn that cannot be streamed is refused before the stream starts: 404, 410 or 503 as a JSON error.
-        reader.settled(await reader.conversations.read(conversation_id))
+        state = await reader.conversations.read(conversation_id)
+        await self._refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
+        reader.settled(state)
         location = req.url.split("?", 1)[0].rstrip("/").removesuffix("/stream")
         return EventStreamResponse(reader.sse(after), headers={"Location": location})
 
@@ -292,6 +296,24 @@ class Routes:
             # A turn may wait its turn behind others and then run up to the run timeout.
             deadline_seconds=self._settings.max_wait_seconds + self._settings.run_timeout_seconds,
         )
+
+    async def _refuse_if_nothing_queued(
+        self,
+        client: df.DurableOrchestrationClient,
+        agent: AgentRoute,
+        conversation_id: str,
+        state: StoredState | None,
+        turn_id: str,
+    ) -> None:
+        """Refuse a turn id of a conversation that has nothing stored and no turn on its way, at once: without this
+        a made-up id would be waited on (polling state) for minutes.
+
+        Raises:
+            TurnNotFoundError: no turn of the conversation was ever accepted.
+        """
+        ttl = agent.conversation_ttl_seconds
+        if state is None and not await may_hold_queued_turns(client, agent.entity_name, conversation_id, ttl):
+            raise TurnNotFoundError(conversation_id, turn_id)
 
     def _may_be_pending(self, turn_id: str, state: StoredState) -> bool:
         """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
