@@ -53,14 +53,16 @@ class RunningHost:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.host = LocalHost(
-            self.app_factory(),
-            state_dir=self.state_dir,
-            port=0,
-            function_key=self.function_key,
-            max_batch_size=self.max_batch_size,
-        )
+        self.host = LocalHost(self.app_factory(), state_dir=self.state_dir, port=0, **self.host_options())
+        self.before_start(self.host)
         self.call(self.host.start())
+
+    def host_options(self) -> dict[str, Any]:
+        """`LocalHost` arguments beyond the app, the state directory and the port."""
+        return {"function_key": self.function_key, "max_batch_size": self.max_batch_size}
+
+    def before_start(self, host: LocalHost) -> None:
+        """Change the host before it starts listening (nothing here; subclasses instrument it)."""
 
     def call(self, coroutine: Any, timeout: float = 60) -> Any:
         assert self._loop is not None
