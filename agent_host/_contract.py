@@ -28,7 +28,13 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from ._errors import InvalidRequestError
-from ._retention_settings import MIN_STATE_BYTES, RetentionModeName, RetentionSettings
+from ._retention_settings import (
+    MAX_STATE_BYTES_CEILING,
+    MIN_STATE_BYTES,
+    RetentionChange,
+    RetentionModeName,
+    SettableStateBytes,
+)
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -211,18 +217,19 @@ class MessagesQuery(WireModel):
     include_excluded: bool = False
 
 
-class RetentionRequest(RetentionSettings):
+class RetentionRequest(RetentionChange):
     """Body of `PUT .../retention`: the one retention model, with the mode and budget required (a PUT replaces the
     conversation's settings; omitted watermarks take their defaults), refused with `invalid_retention`."""
 
     mode: RetentionModeName
-    max_state_bytes: StrictInt = Field(ge=MIN_STATE_BYTES)
+    max_state_bytes: SettableStateBytes
 
     error_code: ClassVar[str] = "invalid_retention"
     field_codes: ClassVar[dict[str, str]] = {}
     lenient_types: ClassVar[bool] = False
     shape: ClassVar[str] = (
-        '{"mode": "keep_all" | "auto" | "follow_compaction", "maxStateBytes": integer >= 4096, '
+        f'{{"mode": "keep_all" | "auto" | "follow_compaction", "maxStateBytes": integer {MIN_STATE_BYTES} to '
+        f"{MAX_STATE_BYTES_CEILING}, "
         '"highWatermark": number, "lowWatermark": number}'
     )
 
@@ -315,7 +322,7 @@ class ChangeOperation(BaseModel):
 class SetRetentionOperation(ChangeOperation):
     """Input of the entity's `set_retention` operation."""
 
-    retention: RetentionSettings
+    retention: RetentionChange
 
 
 class ExpireOperation(BaseModel):

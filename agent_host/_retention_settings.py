@@ -6,9 +6,9 @@ App settings (`AGENT_HOST_RETENTION_MODE`, `AGENT_HOST_MAX_STATE_BYTES`), `add_a
 
 from __future__ import annotations
 
-from typing import Literal, Self, get_args
+from typing import Annotated, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 from pydantic.alias_generators import to_camel
 
 RetentionModeName = Literal["keep_all", "auto", "follow_compaction"]
@@ -20,6 +20,9 @@ MIN_STATE_BYTES = 4096
 # 600 KiB: with a 32 KiB message escaped seven-fold in the signal and one answer over budget, an operation stays
 # under the Durable Task Scheduler's 1 MB cap on entity state and inputs (docs/scaling.md has the arithmetic).
 DEFAULT_MAX_STATE_BYTES = 600 * 1024
+# 960 KiB: the largest budget a caller may set. A state this size and a 16 KiB operation envelope stay under the
+# Durable Task Scheduler's 1,000,000-byte cap; Azure Storage keeps it in a blob (docs/configuration.md).
+MAX_STATE_BYTES_CEILING = 960 * 1024
 
 
 class RetentionSettings(BaseModel):
@@ -51,3 +54,25 @@ class RetentionSettings(BaseModel):
     def stored(self) -> dict[str, object]:
         """The settings as the state stores them and the API shows them (camelCase)."""
         return self.model_dump(by_alias=True, mode="json")
+
+
+def _within_ceiling(max_state_bytes: int) -> int:
+    if max_state_bytes > MAX_STATE_BYTES_CEILING:
+        raise ValueError(
+            f"must be at most {MAX_STATE_BYTES_CEILING} (960 KiB), the largest state every durable backend stores"
+        )
+    return max_state_bytes
+
+
+SettableStateBytes = Annotated[StrictInt, Field(ge=MIN_STATE_BYTES), AfterValidator(_within_ceiling)]
+"""A byte budget as a caller sets it: from `MIN_STATE_BYTES` to `MAX_STATE_BYTES_CEILING`."""
+
+
+class RetentionChange(RetentionSettings):
+    """Retention settings as a caller sets them, the budget at most `MAX_STATE_BYTES_CEILING`.
+
+    Stored settings are read as `RetentionSettings`, without the ceiling, so a conversation given a larger budget
+    before the ceiling existed stays readable.
+    """
+
+    max_state_bytes: SettableStateBytes = DEFAULT_MAX_STATE_BYTES

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from ._contract import describe_problems
 from ._expiry_settings import DEFAULT_CONVERSATION_TTL_SECONDS, ttl_from_setting, ttl_seconds_of
 from ._offline import OfflineChatClient
-from ._retention_settings import RetentionSettings
+from ._retention_settings import RetentionChange, RetentionSettings
 
 AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
 AZURE_OPENAI_CHAT_MODEL = "AZURE_OPENAI_CHAT_MODEL"
@@ -106,8 +106,10 @@ def retention_from(
         ValueError: naming each invalid value by the name the caller set it under (`names`).
     """
     changes = {key: value for key, value in overrides.items() if value is not None}
+    # A budget set here is checked against the ceiling; defaults given in code as `RetentionSettings` are not.
+    model = RetentionChange if "max_state_bytes" in changes else RetentionSettings
     try:
-        return RetentionSettings.model_validate({**defaults.model_dump(), **changes})
+        return RetentionSettings.model_validate(model.model_validate({**defaults.model_dump(), **changes}).model_dump())
     except ValidationError as exc:
         raise ValueError(f"{source} {describe_problems(exc, names)}.") from None
 

@@ -59,6 +59,7 @@ param retentionMode string = 'auto'
 
 @description('Default byte budget of one conversation (AGENT_HOST_MAX_STATE_BYTES). 600 KiB leaves a turn room under the 1 MB cap of the Durable Task Scheduler (docs/scaling.md).')
 @minValue(65536)
+@maxValue(983040)
 param maxStateBytes int = 614400
 
 @description('Durable Functions backend: azureStorage (the storage account) or durableTaskScheduler (a managed scheduler). The azd prepackage hook deploys the matching host.json.')

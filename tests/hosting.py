@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from azure.durable_functions.models.utils import http_utils
 
-from agent_host._local_host import LocalHost
+from agent_host._local_host import DEFAULT_MAX_BATCH_SIZE, LocalHost
 
 T = TypeVar("T")
 
@@ -42,6 +42,7 @@ class RunningHost:
         app_factory: Callable[[], Any],
         state_dir: Path,
         function_key: str | None = None,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         *,
         invocation: str | None = None,
     ) -> None:
@@ -49,6 +50,7 @@ class RunningHost:
         self.app_factory = app_factory
         self.state_dir = state_dir
         self.function_key = function_key
+        self.max_batch_size = max_batch_size
         self.invocation = invocation
         self.host: LocalHost | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -59,14 +61,16 @@ class RunningHost:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.host = LocalHost(
-            self.app_factory(),
-            state_dir=self.state_dir,
-            port=0,
-            function_key=self.function_key,
-            invocation=self.invocation,
-        )
+        self.host = LocalHost(self.app_factory(), state_dir=self.state_dir, port=0, **self.host_options())
+        self.before_start(self.host)
         self.call(self.host.start())
+
+    def host_options(self) -> dict[str, Any]:
+        """`LocalHost` arguments beyond the app, the state directory and the port."""
+        return {"function_key": self.function_key, "max_batch_size": self.max_batch_size, "invocation": self.invocation}
+
+    def before_start(self, host: LocalHost) -> None:
+        """Change the host before it starts listening (nothing here; subclasses instrument it)."""
 
     def call(self, coroutine: Any, timeout: float = 60) -> Any:
         assert self._loop is not None

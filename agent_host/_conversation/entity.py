@@ -52,6 +52,7 @@ from .sessions import restore_session, session_id_for, snapshot_session
 from .state import (
     AGENT_KEY,
     APPLIED_CHANGES_KEY,
+    APPLIED_DELETES_KEY,
     CAPACITY_ERROR_KEY,
     CONVERSATION_ID_KEY,
     CREATED_AT_KEY,
@@ -69,9 +70,11 @@ from .state import (
     StoredState,
     decode_state,
     encode_state,
+    has_applied_delete,
     is_deleted,
     new_state,
     with_applied_change,
+    with_applied_delete,
 )
 from .state_cache import CONVERSATION_CACHE
 from .streamed_turn import StreamedTurn
@@ -377,7 +380,9 @@ class ConversationEntity:
         """The stored conversation (refused if unreadable) and its stored size, or a new one (size None) with this
         agent's default retention.
 
-        A deleted conversation's tombstone starts a new conversation, which keeps the acknowledged change ids.
+        A deleted conversation's tombstone starts a new conversation. It keeps which deletes ran (so none of them is
+        applied to it), but none of the old conversation's changes: a delete's caller finding its id in
+        `appliedChanges` of the new conversation would take it for its tombstone (failure 19).
         """
         if raw is None:
             return new_state(self.agent_name, context.entity_key, self.retention, self.clock.now_ms()), None
@@ -385,7 +390,8 @@ class ConversationEntity:
         if not is_deleted(state):
             return state, len(raw) if raw.isascii() else len(raw.encode("utf-8"))
         fresh = new_state(self.agent_name, context.entity_key, self.retention, self.clock.now_ms())
-        return {**fresh, APPLIED_CHANGES_KEY: state.get(APPLIED_CHANGES_KEY, [])}, None
+        deletes = state.get(APPLIED_DELETES_KEY)
+        return ({**fresh, APPLIED_DELETES_KEY: deletes} if deletes else fresh), None
 
     def _delete(self, context: df.DurableEntityContext, request: ChangeOperation | None = None) -> None:
         """Replace the conversation with a tombstone naming the turns it removes.
@@ -403,6 +409,11 @@ class ConversationEntity:
             before = decode_state(raw)
         except AgentHostError:
             before = {}
+        if has_applied_delete(before, request.change_id):
+            # Redelivered, or retried with the same Idempotency-Key: this delete ran, and a conversation started
+            # since is not its to delete (failure 19).
+            context.set_result({"deleted": True})
+            return
         now = self.clock.now_ms()
         existed = not is_deleted(before)
         tombstone: StoredState = {
@@ -410,8 +421,9 @@ class ConversationEntity:
             CREATED_AT_KEY: before.get(CREATED_AT_KEY, now),
             DELETED_KEY: {"at": now, "existed": existed, "turns": _removed_turns(before)},
             APPLIED_CHANGES_KEY: before.get(APPLIED_CHANGES_KEY, []),
+            APPLIED_DELETES_KEY: before.get(APPLIED_DELETES_KEY) or [],
         }
-        tombstone = with_applied_change(tombstone, request.change_id)
+        tombstone = with_applied_delete(tombstone, request.change_id)
         if existed:
             self._delete_streams(context, tombstone[DELETED_KEY]["turns"])
         write_raw_state(context, encode_state(tombstone))

@@ -23,8 +23,9 @@ from .._retention_settings import RetentionSettings
 # Version 2: the agent's own name is implied on its assistant messages, and a turn record names the transcript
 # messages holding its answer instead of copying them.
 # Version 3: a deleted conversation leaves a tombstone (`deleted`) so its turns answer definitively; applied
-# retention and delete requests are acknowledged by id (`appliedChanges`); retries of an Idempotency-Key no longer
-# write alias records (upgraded: their ids count as expired). Versions 1 and 2 are upgraded on read.
+# retention and delete requests are acknowledged by id (`appliedChanges`; deletes later in `appliedDeletes`, an
+# optional key); retries of an Idempotency-Key no longer write alias records (upgraded: their ids count as expired).
+# Versions 1 and 2 are upgraded on read.
 SCHEMA_VERSION = 3
 
 SCHEMA_VERSION_KEY = "schemaVersion"
@@ -43,6 +44,7 @@ EXPIRED_TURNS_KEY = "expiredTurns"
 CAPACITY_ERROR_KEY = "capacityError"
 DELETED_KEY = "deleted"
 APPLIED_CHANGES_KEY = "appliedChanges"
+APPLIED_DELETES_KEY = "appliedDeletes"
 # A turn receipt's record of the conversation's stored size when the turn began.
 STATE_BYTES_KEY = "stateBytes"
 # A failed turn's receipt keeps what it was sent (the transcript keeps nothing of a failed turn), this much of it.
@@ -204,7 +206,18 @@ class ConversationState(_StateModel):
     capacity_error: ErrorRecord | None = None
     deleted: DeletedRecord | None = Field(default=None, description="Present when the conversation was deleted.")
     applied_changes: list[str] = Field(
-        default_factory=list, description="Ids of the latest retention and delete requests applied, oldest first."
+        default_factory=list,
+        description=(
+            "Ids of the latest retention requests applied to this conversation, oldest first (in state written "
+            "before `appliedDeletes`, delete requests too)."
+        ),
+    )
+    applied_deletes: list[str] | None = Field(
+        default=None,
+        description=(
+            "Ids of the latest delete requests applied to this entity, oldest first, kept across the conversations "
+            "it holds in turn: a delete whose id is here has run and is never applied to a later conversation."
+        ),
     )
 
 
@@ -451,9 +464,30 @@ def is_deleted(state: StoredState) -> bool:
 
 
 def with_applied_change(state: StoredState, change_id: str) -> StoredState:
-    """A copy of `state` acknowledging the retention or delete request `change_id` (the newest few are kept)."""
+    """A copy of `state` acknowledging the retention request `change_id` (the newest few are kept)."""
     applied = [*state.get(APPLIED_CHANGES_KEY, []), change_id][-MAX_APPLIED_CHANGES:]
     return {**state, APPLIED_CHANGES_KEY: applied}
+
+
+def with_applied_delete(state: StoredState, change_id: str) -> StoredState:
+    """A copy of `state` acknowledging the delete request `change_id` (the newest few are kept)."""
+    applied = [*(state.get(APPLIED_DELETES_KEY) or []), change_id][-MAX_APPLIED_CHANGES:]
+    return {**state, APPLIED_DELETES_KEY: applied}
+
+
+def has_applied_delete(state: StoredState, change_id: str) -> bool:
+    """Whether the delete request `change_id` ran on this entity: on this conversation or one before it.
+
+    State written before `appliedDeletes` acknowledged deletes in `appliedChanges`, and a conversation started after
+    a tombstone inherited them there.
+    """
+    return change_id in (state.get(APPLIED_DELETES_KEY) or ()) or change_id in state.get(APPLIED_CHANGES_KEY, ())
+
+
+def delete_found_nothing(state: StoredState, change_id: str) -> bool:
+    """Whether `state` is the tombstone the delete request `change_id` wrote last, and it had nothing to delete."""
+    newest = (state.get(APPLIED_DELETES_KEY) or [None])[-1]
+    return is_deleted(state) and newest == change_id and not state[DELETED_KEY]["existed"]
 
 
 def encode_state(state: StoredState) -> str:

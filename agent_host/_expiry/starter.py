@@ -75,6 +75,24 @@ async def confirm_watched(
     return await watch.guarded(watch.confirm(now_ms))
 
 
+async def may_hold_queued_turns(
+    client: df.DurableOrchestrationClient, entity_name: str, conversation_id: str, ttl_seconds: float
+) -> bool:
+    """Whether a conversation with nothing stored may still have a turn on its way.
+
+    Every route that accepts a turn starts the conversation's expiry orchestration before it answers with the turn's
+    id, so with expiry on, no running orchestration means no turn was ever accepted. With expiry off, or a status that
+    cannot be read, nothing rules a queued turn out.
+    """
+    if ttl_seconds <= 0:
+        return True
+    try:
+        return await _Watch(client, entity_name, conversation_id, ttl_seconds).is_running()
+    except Exception as exc:
+        logger.warning("Could not read the expiry orchestration of %s: %s", conversation_id[:80], type(exc).__name__)
+        return True
+
+
 class TurnExpiry:
     """A turn's start of its conversation's expiry orchestration, sent alongside the turn and settled after it.
 
@@ -152,12 +170,13 @@ class _Watch:
             # The SDK raises a bare Exception with the host's body; the extension answers a start of a running id
             # with 409 "An Orchestration instance with the status Running already exists.". Other refusals are
             # checked against the instance's status.
-            if "already exists" in str(exc) or await self._is_running():
+            if "already exists" in str(exc) or await self.is_running():
                 return WATCHED
             raise
         return STARTED
 
-    async def _is_running(self) -> bool:
+    async def is_running(self) -> bool:
+        """Whether the orchestration is pending or running."""
         status = await self.client.get_status(self.instance_id)
         runtime = getattr(status, "runtime_status", None)
         return runtime is not None and runtime not in _TERMINAL

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import aiohttp
 import azure.durable_functions as df
 
-from .._conversation.state import APPLIED_CHANGES_KEY, DELETED_KEY, StoredState, decode_state
+from .._conversation.state import APPLIED_CHANGES_KEY, DELETED_KEY, StoredState, decode_state, has_applied_delete
 from .._conversation.turn_records import find_turn, is_expired
 from .._errors import StateCorruptError, StateVersionError, StorageUnavailableError
 
@@ -111,19 +111,32 @@ class ConversationClient:
         return await _poll(settled, timeout)
 
     async def wait_for_change(self, conversation_id: str, change_id: str, timeout: float) -> StoredState | None:
-        """Poll until the conversation acknowledges the change request `change_id`; returns that state, or None.
+        """Poll until the conversation acknowledges the retention request `change_id`; returns that state, or None."""
+        return await self._wait_for(
+            conversation_id, lambda state: change_id in state.get(APPLIED_CHANGES_KEY, ()), timeout
+        )
 
-        State that cannot be read counts as not changed yet: a deletion is how a caller replaces it.
+    async def wait_for_delete(self, conversation_id: str, change_id: str, timeout: float) -> StoredState | None:
+        """Poll until the entity has run the delete request `change_id`; returns the state that says so, or None.
+
+        That state is the tombstone, or a conversation a later turn started after it (failure 19).
         """
+        return await self._wait_for(conversation_id, lambda state: has_applied_delete(state, change_id), timeout)
 
-        async def applied() -> StoredState | None:
+    async def _wait_for(
+        self, conversation_id: str, applied: Callable[[StoredState], bool], timeout: float
+    ) -> StoredState | None:
+        """Poll until the stored state is `applied`. State that cannot be read counts as not changed yet: a deletion
+        is how a caller replaces it."""
+
+        async def probe() -> StoredState | None:
             try:
                 state = await self.read(conversation_id)
             except (StateCorruptError, StateVersionError):
                 return None
-            return state if state is not None and change_id in state.get(APPLIED_CHANGES_KEY, ()) else None
+            return state if state is not None and applied(state) else None
 
-        return await _poll(applied, timeout)
+        return await _poll(probe, timeout)
 
 
 async def _poll(probe: Callable[[], Awaitable[T | None]], timeout: float) -> T | None:

@@ -58,6 +58,18 @@ def body_text(req: func.HttpRequest, max_message_bytes: int) -> str:
         ) from None
 
 
+def json_value(text: str, expected: str) -> Any:
+    """The JSON value a body holds; `expected` shows the caller what to send.
+
+    Raises:
+        InvalidRequestError: not JSON, or nested deeper than the parser goes (code `invalid_json`).
+    """
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
+        raise InvalidRequestError(f"The body is not valid JSON: {exc}. Send {expected}.", code="invalid_json") from None
+
+
 def json_object(text: str, expected: str) -> dict[str, Any]:
     """The JSON object a body holds; `expected` shows the caller what shape to send.
 
@@ -65,10 +77,7 @@ def json_object(text: str, expected: str) -> dict[str, Any]:
         InvalidRequestError: not JSON, nested deeper than the parser goes, or not an object (code `invalid_json`);
             a string holding an unpaired surrogate (code `invalid_body`).
     """
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
-        raise InvalidRequestError(f"The body is not valid JSON: {exc}. Send {expected}.", code="invalid_json") from None
+    data = json_value(text, expected)
     if not isinstance(data, dict):
         raise InvalidRequestError(
             f"The body must be a JSON object like {expected}, got {type(data).__name__}.", code="invalid_json"

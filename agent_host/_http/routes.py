@@ -36,15 +36,19 @@ from .._conversation.state import (
     TURN_COUNT_KEY,
     TURNS_KEY,
     StoredState,
+    delete_found_nothing,
     encode_state,
+    has_applied_delete,
     is_deleted,
 )
 from .._conversation.turn_records import (
+    KEYED_MARKER,
     expired_keyed_turn,
     find_keyed_turn,
     find_turn,
     is_expired,
     issued_at,
+    key_digest,
     new_turn_id,
     request_hash,
 )
@@ -59,7 +63,7 @@ from .._errors import (
     status_for_code,
 )
 from .._expiry.recent import RECENT_WATCHES
-from .._expiry.starter import TurnExpiry
+from .._expiry.starter import TurnExpiry, may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
 from .durable_client import ConversationClient
@@ -240,7 +244,9 @@ class Routes:
     async def _get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
-        state = await ConversationClient(client, agent.entity_name).read(conversation_id) or {}
+        stored = await ConversationClient(client, agent.entity_name).read(conversation_id)
+        await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
+        state = stored or {}
         location = req.url.split("?", 1)[0]
         if is_deleted(state) and turn_id in state[DELETED_KEY]["turns"]:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
@@ -259,7 +265,9 @@ class Routes:
         after = last_event_id(req)
         reader = self._reader(client, agent, conversation_id, turn_id)
         # A turn that cannot be streamed is refused before the stream starts: 404, 410 or 503 as a JSON error.
-        reader.settled(await reader.conversations.read(conversation_id))
+        state = await reader.conversations.read(conversation_id)
+        await self._refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
+        reader.settled(state)
         location = req.url.split("?", 1)[0].rstrip("/").removesuffix("/stream")
         return EventStreamResponse(reader.sse(after), headers={"Location": location})
 
@@ -290,6 +298,24 @@ class Routes:
             deadline_seconds=self._settings.max_wait_seconds + self._settings.run_timeout_seconds,
         )
 
+    async def _refuse_if_nothing_queued(
+        self,
+        client: df.DurableOrchestrationClient,
+        agent: AgentRoute,
+        conversation_id: str,
+        state: StoredState | None,
+        turn_id: str,
+    ) -> None:
+        """Refuse a turn id of a conversation that has nothing stored and no turn on its way, at once: without this
+        a made-up id would be waited on (polling state) for minutes.
+
+        Raises:
+            TurnNotFoundError: no turn of the conversation was ever accepted.
+        """
+        ttl = agent.conversation_ttl_seconds
+        if state is None and not await may_hold_queued_turns(client, agent.entity_name, conversation_id, ttl):
+            raise TurnNotFoundError(conversation_id, turn_id)
+
     def _may_be_pending(self, turn_id: str, state: StoredState) -> bool:
         """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
 
@@ -315,19 +341,30 @@ class Routes:
         self, req: func.HttpRequest, client: df.DurableOrchestrationClient
     ) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
+        key = idempotency_key(req)
+        # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
+        change_id = f"{KEYED_MARKER}{key_digest(key)}" if key is not None else secrets.token_hex(8)
         conversations = ConversationClient(client, agent.entity_name)
         state = await conversations.read_for_delete(conversation_id)
-        change_id = secrets.token_hex(8)
+        if state is not None and has_applied_delete(state, change_id):
+            return self._deleted(agent, conversation_id, state, change_id)  # a retry of a delete that already ran
         # Signalled even when nothing is stored yet: a first turn may be queued, and the deletion comes after it,
         # so the conversation does not appear afterwards. With nothing stored the operation stores nothing.
         await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
         RECENT_WATCHES.forget(client, agent.entity_name, conversation_id)  # its next turn starts expiry afresh
         if state is None or is_deleted(state):
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
-        settled = await conversations.wait_for_change(conversation_id, change_id, DELETE_WAIT_SECONDS)
+        settled = await conversations.wait_for_delete(conversation_id, change_id, DELETE_WAIT_SECONDS)
         if settled is None:
             return json_response(202, {"conversationId": conversation_id, "status": "deleting"})
-        if not settled[DELETED_KEY]["existed"]:
+        return self._deleted(agent, conversation_id, settled, change_id)
+
+    def _deleted(
+        self, agent: AgentRoute, conversation_id: str, state: StoredState, change_id: str
+    ) -> func.HttpResponse:
+        """The answer to a delete that ran, from any state after it: its tombstone, a later delete's, or a
+        conversation started since. Only a delete that found nothing (another got there first) answers 404."""
+        if delete_found_nothing(state, change_id):
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
         return func.HttpResponse(status_code=204)
 

@@ -9,7 +9,6 @@ route goes through `workflow_runs.WorkflowRuns`; none knows how a run executes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,16 @@ import azure.functions as func
 from .._errors import InvalidRequestError, WorkflowNotFoundError
 from .._settings import HostSettings
 from .._workflows.contract import ResponseBody, RunReadQuery, RunStartBody, WorkflowRoute
-from .requests import JSON_MEDIA_TYPE, body_text, idempotency_key, is_json_type, json_body, media_type, query
+from .requests import (
+    JSON_MEDIA_TYPE,
+    body_text,
+    idempotency_key,
+    is_json_type,
+    json_body,
+    json_value,
+    media_type,
+    query,
+)
 from .responses import json_response, respond
 from .workflow_runs import RunView, WorkflowRuns, validate_run_id
 
@@ -191,11 +199,7 @@ def _base_url(req: func.HttpRequest) -> str:
 
 
 def _json_value(req: func.HttpRequest, max_bytes: int) -> Any:
-    text = body_text(req, max_bytes)
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise InvalidRequestError(f"The body is not valid JSON: {exc}.", code="invalid_json") from None
+    return json_value(body_text(req, max_bytes), "any JSON value")
 
 
 def _compat_input(req: func.HttpRequest, max_bytes: int) -> Any:

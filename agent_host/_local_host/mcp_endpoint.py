@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -37,6 +38,10 @@ SSE_TRANSPORT = "http-sse"
 SSE_MEDIA_TYPE = "text/event-stream"
 KEEPALIVE_SECONDS = 15.0
 """How often an idle SSE stream gets a comment line, which also notices a client that went away."""
+MAX_OWED_ANSWERS = 64
+"""Answers one SSE session may be owed at once, being worked on or not yet read off its stream: a client that posts
+past it without reading its stream loses the session, so answers never pile up for a stream nobody reads."""
+REMEMBERED_CLOSED_SESSIONS = 256
 
 # The extension's sessions are stateless (the id is encrypted client state); any visible-ASCII id is accepted here.
 _SESSION_ID = re.compile(r"[\x21-\x7e]{1,512}")
@@ -53,8 +58,15 @@ class _SseSession:
     """One open legacy SSE stream: where answers to its POSTed messages go."""
 
     client_id: str
+    transport: asyncio.BaseTransport | None = None
     answers: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
+    answering: set[asyncio.Task[None]] = field(default_factory=set)
     client_info: dict[str, Any] | None = None
+    closed_because: str | None = None
+
+    def owed(self) -> int:
+        """Answers being worked on or waiting to be written to the stream."""
+        return len(self.answering) + self.answers.qsize()
 
 
 class McpEndpoint:
@@ -68,6 +80,7 @@ class McpEndpoint:
         """
         self.server = server
         self._sessions: dict[str, _SseSession] = {}
+        self._closed: OrderedDict[str, str] = OrderedDict()  # why recently closed sessions were closed
         self._answering: set[asyncio.Task[None]] = set()
 
     async def handle(self, request: web.BaseRequest, segments: list[str]) -> web.StreamResponse:
@@ -133,7 +146,7 @@ class McpEndpoint:
         """Open an event stream: the message endpoint first, then every answer, until the client or the host leaves."""
         if request.method.upper() != "GET":
             return _method_not_allowed(request, "GET", "The SSE endpoint is opened with GET.")
-        session = _SseSession(uuid.uuid4().hex)
+        session = _SseSession(uuid.uuid4().hex, request.transport)
         self._sessions[session.client_id] = session
         endpoint = f"{MESSAGE_SEGMENT}?{CLIENT_STATE_QUERY}={session.client_id}"
         key = request.query.get("code") or request.headers.get("x-functions-key")
@@ -164,6 +177,8 @@ class McpEndpoint:
                 await response.write(b": keep-alive\n\n")
                 continue
             if answer is None:
+                if session.closed_because is not None:
+                    await response.write(f": session closed: {session.closed_because}\n\n".encode())
                 return
             await response.write(sse_event("message", json.dumps(answer, ensure_ascii=False)))
 
@@ -179,6 +194,8 @@ class McpEndpoint:
         if not declares_json(request):
             return _unsupported_media_type()
         session = self._sessions.get(client_id)
+        if session is None and client_id in self._closed:
+            return _session_closed(client_id, self._closed[client_id])
         if session is None:
             return error_response(
                 400,
@@ -189,14 +206,40 @@ class McpEndpoint:
             message = parse_message(await read_body(request))
         except McpProtocolError as error:
             return _rpc_error(400, error.code, error.message)
+        if session.owed() >= MAX_OWED_ANSWERS:
+            reason = (
+                f"it was owed {MAX_OWED_ANSWERS} answers its event stream had not taken (a client must read the "
+                "stream its answers arrive on)"
+            )
+            self._close_session(session, reason)
+            return _session_closed(client_id, reason)
         if message.get("method") == "initialize" and isinstance(message.get("params"), dict):
             info = message["params"].get("clientInfo")
             session.client_info = info if isinstance(info, dict) else None
         caller = Caller(SSE_TRANSPORT, session.client_id, _headers(request), session.client_info)
         task = asyncio.create_task(self._answer_on_stream(session, message, caller))
-        self._answering.add(task)
-        task.add_done_callback(self._answering.discard)
+        for tasks in (self._answering, session.answering):
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
         return web.Response(status=202, text="Accepted")
+
+    def _close_session(self, session: _SseSession, reason: str) -> None:
+        """End a session whose client does not keep up: drop what it is owed and end its stream."""
+        session.closed_because = reason
+        self._sessions.pop(session.client_id, None)
+        self._closed[session.client_id] = reason
+        while len(self._closed) > REMEMBERED_CLOSED_SESSIONS:
+            self._closed.popitem(last=False)
+        for task in session.answering:
+            task.cancel()
+        while not session.answers.empty():
+            session.answers.get_nowait()
+        session.answers.put_nowait(None)
+        transport = session.transport
+        if isinstance(transport, asyncio.WriteTransport) and transport.get_write_buffer_size() > 0:
+            # The stream is blocked on a client that reads nothing: it would never get to the end marker.
+            transport.abort()
+        logger.warning("closed MCP SSE session %s: %s", session.client_id, reason)
 
     async def _answer_on_stream(self, session: _SseSession, message: dict[str, Any], caller: Caller) -> None:
         """Answer a message and queue the answer on its stream (gone streams drop it)."""
@@ -232,6 +275,15 @@ def _rpc_error(status: int, code: int, message: str) -> web.Response:
 def _unsupported_media_type() -> web.Response:
     """415 for a message not sent as JSON, in the words of the MCP SDK's own server."""
     return _rpc_error(415, -32000, "Unsupported Media Type: Content-Type must be application/json")
+
+
+def _session_closed(client_id: str, reason: str) -> web.Response:
+    return error_response(
+        400,
+        "session_closed",
+        f"The session of client {client_id[:80]!r} was closed: {reason}. Connect to the /sse endpoint to start a new "
+        "one.",
+    )
 
 
 def _method_not_allowed(request: web.BaseRequest, allowed: str, why: str) -> web.Response:

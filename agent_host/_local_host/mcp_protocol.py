@@ -79,9 +79,14 @@ def parse_message(body: bytes) -> dict[str, Any]:
         )
     if "method" in message and not isinstance(message["method"], str):
         raise McpProtocolError(INVALID_REQUEST, "Invalid Request: 'method' must be a string.")
-    if "id" in message and not isinstance(message["id"], str | int):
-        raise McpProtocolError(INVALID_REQUEST, "Invalid Request: 'id' must be a string or a number.")
+    if "id" in message and not _is_message_id(message["id"]):
+        raise McpProtocolError(INVALID_REQUEST, "Invalid Request: 'id' must be a string, a number or null.")
     return message
+
+
+def _is_message_id(value: Any) -> bool:
+    """Whether a value may be a JSON-RPC 2.0 id: a string, a number or null (a JSON true or false is none of them)."""
+    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
 
 
 def is_request(message: dict[str, Any]) -> bool:

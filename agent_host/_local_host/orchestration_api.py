@@ -248,11 +248,8 @@ class OrchestrationWebhookApi:
         if instance_id is not None and (problem := _instance_id_problem(instance_id)):
             return _start_error(400, "invalid_instance_id", problem)
         body = (await read_body(request)).decode("utf-8", errors="replace").strip()
-        if body:
-            try:
-                json.loads(body)
-            except ValueError:
-                return _start_error(400, "invalid_json", "The orchestration input must be JSON; nothing was started.")
+        if body and not _is_json(body):
+            return _start_error(400, "invalid_json", "The orchestration input must be JSON; nothing was started.")
         instance_id = instance_id or uuid.uuid4().hex
         start = InstanceStart(
             instance_id=instance_id,
@@ -348,9 +345,7 @@ class OrchestrationWebhookApi:
                 400, "unsupported_content_type", "Only application/json request content is supported."
             )
         body = (await read_body(request)).decode("utf-8", errors="replace").strip() or "null"
-        try:
-            json.loads(body)
-        except ValueError:
+        if not _is_json(body):
             return error_response(400, "invalid_json", "The event data must be JSON; no event was raised.")
         now = self._clock.now_ms()
         # The body goes into the event verbatim: the SDK client encodes the data to JSON and aiohttp encodes that
@@ -474,6 +469,8 @@ def _instance_id_problem(instance_id: str) -> str | None:
         return f"Instance ids may be at most {MAX_INSTANCE_ID_LENGTH} characters; this one has {len(instance_id)}."
     if instance_id.startswith("@"):
         return "Instance ids may not start with '@' (entity ids do)."
+    if instance_id in (".", ".."):
+        return f"Instance id {instance_id!r} is a URL path step: no URL could name the instance. Use another id."
     if _INVALID_ID_CHARACTERS.search(instance_id):
         return "Instance ids may not contain '/', '\\', '#', '?' or control characters."
     return None
@@ -582,3 +579,12 @@ def _read_token(token: str | None) -> str | None:
         return base64.urlsafe_b64decode(token.encode()).decode()
     except (ValueError, UnicodeDecodeError):
         raise ValueError("The x-ms-continuation-token header is not a token this host returned.") from None
+
+
+def _is_json(text: str) -> bool:
+    """Whether `text` is JSON the host can read: nested deeper than the parser goes counts as not JSON."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True

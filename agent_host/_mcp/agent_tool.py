@@ -40,13 +40,20 @@ from .._errors import (
 from .._expiry.starter import TurnExpiry
 from .._http.durable_client import ConversationClient
 from .._settings import HostSettings
-from .arguments import idempotency_key_argument, require_size_within, text_argument, tool_arguments
+from .arguments import (
+    idempotency_key_argument,
+    require_size_within,
+    text_argument,
+    tool_arguments,
+    transport_session,
+)
 from .results import answer_result, error_result, pending_result
-from .tools import LEGACY_THREAD_ID_PROPERTY, QUERY_PROPERTY, SESSION_ID_PROPERTY
+from .tools import IDEMPOTENCY_KEY_PROPERTY, LEGACY_THREAD_ID_PROPERTY, QUERY_PROPERTY, SESSION_ID_PROPERTY
 
 logger = logging.getLogger("agent_host.mcp")
 
-# A first call with a key but no sessionId starts the conversation its key names, so a retry finds the same one.
+# A first call with a key but no sessionId starts the conversation its key names in its MCP session, so a retry in
+# that session finds the same one and another client's equal key does not.
 DERIVED_SESSION_PREFIX = "mcp-"
 GENERATED_KEY_PREFIX = "mcp-"
 
@@ -89,8 +96,10 @@ def parse_agent_tool_call(context: str, agent_name: str, max_message_bytes: int)
     require_size_within(query, max_message_bytes, "query")
     key = idempotency_key_argument(arguments)
     session_id = _session_id(arguments)
-    if session_id is None:
-        session_id = _derived_session_id(agent_name, key) if key is not None else uuid.uuid4().hex
+    if session_id is None and key is not None:
+        session_id = _derived_session_id(agent_name, transport_session(context), key)
+    elif session_id is None:
+        session_id = uuid.uuid4().hex
     return AgentToolCall(
         query=query,
         session_id=session_id,
@@ -118,9 +127,21 @@ def _session_id(arguments: Mapping[str, Any]) -> str | None:
     return validate_conversation_id(next(iter(given.values()))) if given else None
 
 
-def _derived_session_id(agent_name: str, key: str) -> str:
-    """The conversation a keyless-session call with this key starts: the same for every retry of the call."""
-    digest = hashlib.sha256(f"{agent_name}\n{key}".encode()).hexdigest()[:32]
+def _derived_session_id(agent_name: str, mcp_session: str | None, key: str) -> str:
+    """The conversation a call with this key and no sessionId starts: the same for every retry of the call in its MCP
+    session, and another for an equal key of another client (its own session).
+
+    Raises:
+        InvalidRequestError: the call came in no MCP session, so nothing tells its client from another.
+    """
+    if mcp_session is None:
+        raise InvalidRequestError(
+            f"{IDEMPOTENCY_KEY_PROPERTY} without {SESSION_ID_PROPERTY} names a conversation of the caller's MCP "
+            f"session, and this call came in none. Send {SESSION_ID_PROPERTY} (a conversation id of your choosing) "
+            "with the key, or call within an MCP session.",
+            code="invalid_idempotency_key",
+        )
+    digest = hashlib.sha256(f"{agent_name}\n{mcp_session}\n{key}".encode()).hexdigest()[:32]
     return f"{DERIVED_SESSION_PREFIX}{digest}"
 
 

@@ -19,14 +19,28 @@ def tool_arguments(context: str) -> dict[str, Any]:
     """The call's arguments (empty when it sent none).
 
     Raises:
-        InvalidRequestError: the context is not JSON (`invalid_json`).
+        InvalidRequestError: the context is not JSON, or nested deeper than the parser goes (`invalid_json`).
     """
+    arguments = _context(context).get("arguments")
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def transport_session(context: str) -> str | None:
+    """The MCP session the call came in (`sessionid`: the client's `Mcp-Session-Id`, or its SSE connection), if any.
+
+    Raises:
+        InvalidRequestError: as `tool_arguments`.
+    """
+    session = _context(context).get("sessionid")
+    return session if isinstance(session, str) and session else None
+
+
+def _context(context: str) -> dict[str, Any]:
     try:
         data = json.loads(context)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         raise InvalidRequestError("The MCP tool invocation context is not JSON.", code="invalid_json") from None
-    arguments = data.get("arguments") if isinstance(data, dict) else None
-    return arguments if isinstance(arguments, dict) else {}
+    return data if isinstance(data, dict) else {}
 
 
 def text_argument(arguments: Mapping[str, Any], name: str, code: str) -> str | None:

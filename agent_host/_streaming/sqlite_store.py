@@ -31,6 +31,9 @@ OTHER_PROCESS_POLL_SECONDS = 0.25
 BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another process's write lock on the file before it fails."""
 _DELETE_BATCH = 500
+WAL_SIZE_LIMIT_BYTES = 1024 * 1024
+"""The write-ahead log is cut back to this size whenever a checkpoint empties it (SQLite keeps its largest size)."""
+_INCREMENTAL_VACUUM = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS turn_stream_events (
@@ -119,10 +122,12 @@ class SqliteStreamStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._writer = self._connect()
+            _reclaim_deleted_pages(self._writer)
             # Durable across a crash of the process; a power cut may lose the last appends, which costs only the
             # live view of a turn (its receipt is the record), not worth an fsync on every coalesced delta.
             self._writer.execute("PRAGMA journal_mode=WAL")
             self._writer.execute("PRAGMA synchronous=NORMAL")
+            self._writer.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT_BYTES}")
             self._writer.executescript(_SCHEMA)
             self._reader = self._connect()
         except (sqlite3.Error, OSError) as exc:
@@ -211,6 +216,10 @@ class SqliteStreamStore:
             for batch in _batches(keys, _DELETE_BATCH):
                 marks = ",".join("?" * len(batch))
                 connection.execute(f"DELETE FROM turn_stream_events WHERE stream IN ({marks})", batch)
+            # Give the freed pages back to the file system, or the file keeps its largest size for ever: the vacuum
+            # moves them to the log (a script steps it to the end; `execute` frees one page), the checkpoint cuts
+            # the file and empties the log.
+            connection.executescript("PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE);")
 
         if keys:
             self._using(True, f"delete {len(keys)} stream(s)", remove)
@@ -248,6 +257,16 @@ class SqliteStreamStore:
                 setattr(self, name, None)
             if connection is not None:
                 connection.close()
+
+
+def _reclaim_deleted_pages(connection: sqlite3.Connection) -> None:
+    """Make deletes shrink the file (incremental auto-vacuum). A file made without it is rebuilt once, on open."""
+    if connection.execute("PRAGMA auto_vacuum").fetchone()[0] == _INCREMENTAL_VACUUM:
+        return
+    connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
+    # Only a VACUUM applies the setting to a file that already has tables; a new file takes it as it is made.
+    if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        connection.execute("VACUUM")
 
 
 def _close_connections(*connections: sqlite3.Connection) -> None:

@@ -11,11 +11,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from clocks import ManualClock
 from conftest import ScriptedChatClient, build_app, default_reply, make_agent
 from hosting import RunningHost
 
 BASE = "/api/agents/assistant/conversations"
+ENTITY = "conversation_assistant"
 
 
 class GatedChatClient(ScriptedChatClient):
@@ -145,3 +147,56 @@ def test_a_queued_turn_stays_pending_when_the_clock_steps_back(tmp_path: Path) -
 
     assert while_queued.status == 202 and while_queued.json()["status"] == "pending"
     assert done.status == 200 and done.json()["text"].endswith("behind")
+
+
+@pytest.mark.parametrize("batch_size", [1, 50])
+def test_a_delete_answers_204_when_a_turn_right_after_it_starts_a_new_conversation(
+    tmp_path: Path, batch_size: int
+) -> None:
+    # Failure 19: the new conversation must not pass for the delete's own change. With 50 the delete and the turn
+    # after it commit together, so the delete's poller never sees the tombstone; with 1 it rarely does.
+    client = GatedChatClient()
+    client.gate.set()
+    release = client.hold("busy")
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path, max_batch_size=batch_size)
+    try:
+        running.request("POST", f"{BASE}/c1/turns", {"message": "My name is Ada."})
+        running.request("POST", f"{BASE}/c1/turns", {"message": "busy", "wait": False})
+        wait_for(lambda: len(client.calls) == 2)
+        with ThreadPoolExecutor(1) as pool:
+            delete = pool.submit(running.request, "DELETE", f"{BASE}/c1")
+            wait_for(lambda: len(running.host.store.pending(ENTITY, "c1", 10)) == 2)  # "busy", then the delete
+            running.request("POST", f"{BASE}/c1/turns", {"message": "fresh start", "wait": False})
+            time.sleep(0.3)  # the delete's poller now reads every few hundred milliseconds
+            release.set()
+            deleted = delete.result(30)
+        running.wait_idle()
+        conversation = running.request("GET", f"{BASE}/c1")
+        messages = running.request("GET", f"{BASE}/c1/messages").json()["messages"]
+    finally:
+        release.set()
+        running.stop()
+
+    assert (deleted.status, deleted.body) == (204, b"")
+    assert conversation.status == 200 and conversation.json()["turnCount"] == 1
+    assert [message["text"] for message in messages] == ["fresh start", "reply 3: fresh start"]
+
+
+def test_a_retried_delete_with_its_idempotency_key_never_deletes_a_conversation_started_after_it(
+    scripted_host,
+) -> None:
+    running, _ = scripted_host
+    running.request("POST", f"{BASE}/c1/turns", {"message": "My name is Ada."})
+    key = {"Idempotency-Key": "delete-c1-once"}
+
+    first = running.request("DELETE", f"{BASE}/c1", headers=key)
+    running.request("POST", f"{BASE}/c1/turns", {"message": "fresh start"})
+    retry = running.request("DELETE", f"{BASE}/c1", headers=key)
+    kept = running.request("GET", f"{BASE}/c1/messages")
+    other = running.request("DELETE", f"{BASE}/c1", headers={"Idempotency-Key": "delete-c1-again"})
+    gone = running.request("GET", f"{BASE}/c1")
+
+    assert (first.status, retry.status) == (204, 204)
+    assert [message["text"] for message in kept.json()["messages"]] == ["fresh start", "reply 2: fresh start"]
+    assert other.status == 204  # a new key is a new request: it deletes the conversation there is now
+    assert (gone.status, gone.json()["error"]["code"]) == (404, "conversation_not_found")

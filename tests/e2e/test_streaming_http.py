@@ -9,13 +9,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FailingChatClient, build_app, make_agent
+from clocks import ManualClock
+from conftest import FailingChatClient, build_app, default_reply, make_agent
 from hosting import RunningHost
 from streams import (
     MemoryTurnStreamStore,
@@ -29,6 +32,7 @@ from streams import (
 from test_serve_command import ROOT, free_port
 
 from agent_host import HostSettings, OfflineChatClient
+from agent_host._conversation.turn_records import new_turn_id
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 AGENT_PATH = "/api/agents/assistant/conversations"
@@ -358,3 +362,44 @@ def test_a_turn_that_fails_mid_stream_ends_with_turn_failed_and_stores_only_the_
     assert events[1].data["text"] == "Half an "
     assert events[-1].data["error"]["code"] == "turn_failed"
     assert (conversation["messageCount"], conversation["turnCount"], messages) == (0, 0, [])
+
+
+def test_a_turn_id_of_a_conversation_that_never_had_a_turn_is_404_at_once(tmp_path: Path) -> None:
+    # Without the check a made-up id issued "now" stays pending: the stream would poll the state until its deadline.
+    clock = ManualClock()
+    settings = HostSettings(max_wait_seconds=3, run_timeout_seconds=3)
+    running = host_for(tmp_path, "classic", lambda: make_agent(StreamingChatClient()), settings=settings, clock=clock)
+    made_up = new_turn_id(clock.now_ms())
+    try:
+        stream = running.running.request("GET", f"{AGENT_PATH}/never/turns/{made_up}/stream", headers=SSE)
+        poll = running.running.request("GET", f"{AGENT_PATH}/never/turns/{made_up}")
+    finally:
+        running.running.stop()
+
+    assert (stream.status, stream.json()["error"]["code"]) == (404, "turn_not_found")
+    assert (poll.status, poll.json()["error"]["code"]) == (404, "turn_not_found")
+
+
+def test_the_first_turn_of_a_new_conversation_can_be_followed_while_it_runs(tmp_path: Path) -> None:
+    gate = threading.Event()
+    client = StreamingChatClient(lambda messages, _: gate.wait(10) and default_reply(messages, 1))
+    running = host_for(tmp_path, "streams", lambda: make_agent(client))
+    try:
+        started = running.running.request(
+            "POST", f"{AGENT_PATH}/fresh/turns", {"message": "hello", "wait": False, "stream": True}
+        )
+        turn_id = started.json()["turnId"]
+        polled = running.running.request("GET", f"{AGENT_PATH}/fresh/turns/{turn_id}")  # nothing stored yet
+        with ThreadPoolExecutor(1) as pool:
+            following = pool.submit(running.stream, "fresh", turn_id)
+            time.sleep(0.2)
+            gate.set()
+            status, body = following.result(30)
+    finally:
+        gate.set()
+        running.running.stop()
+
+    events = parse_sse(body)
+    assert (started.status, polled.status, polled.json()["status"]) == (202, 202, "pending")
+    assert status == 200 and events[-1].event == "turn.completed"
+    assert events[-1].data["turnId"] == turn_id and events[-1].data["text"] == "reply 1: hello"

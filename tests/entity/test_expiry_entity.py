@@ -48,8 +48,8 @@ def test_an_idle_conversation_is_deleted_with_the_tombstone_a_delete_leaves() ->
     by_delete, by_expiry = deleted.decoded(), expired.decoded()
     assert by_expiry["deleted"] == {"at": EPOCH_MS + TTL_MS, "existed": True, "turns": ["t1", "t2"]}
     assert by_expiry["messages"] == [] and "session" not in by_expiry and by_expiry["turnCount"] == 0
-    assert by_expiry["appliedChanges"] == [f"expiry-{EPOCH_MS + TTL_MS:x}"]
-    assert {**by_delete, "appliedChanges": []} == {**by_expiry, "appliedChanges": []}
+    assert by_expiry["appliedDeletes"] == [f"expiry-{EPOCH_MS + TTL_MS:x}"]
+    assert {**by_delete, "appliedDeletes": []} == {**by_expiry, "appliedDeletes": []}
 
 
 def test_a_conversation_used_within_its_ttl_is_left_as_stored_and_says_when_it_would_be_idle() -> None:

@@ -183,6 +183,9 @@ def test_set_retention_creates_the_conversation_and_refuses_invalid_settings() -
     assert bad["isError"] is True
     assert "retention.mode: Input should be 'keep_all', 'auto' or 'follow_compaction'" in bad["result"]
     assert driver.state is None
+    (huge,) = driver.send(("set_retention", {"changeId": "r0", "retention": {"mode": "auto", "maxStateBytes": 10**12}}))
+    assert huge["isError"] is True and "must be at most 983040 (960 KiB)" in huge["result"]
+    assert driver.state is None
 
     settings = {"mode": "keep_all", "maxStateBytes": 65536, "lowWatermark": 0.5}
     (good,) = driver.send(("set_retention", {"changeId": "r2", "retention": settings}))

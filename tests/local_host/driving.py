@@ -3,9 +3,7 @@ let it settle, move its clock and record what the orchestrators returned."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -59,22 +57,17 @@ class OrchestrationHost(RunningHost):
         self.recorder = StateRecorder()
         super().__init__(app_factory, state_dir, function_key)
 
-    def start(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-        self.host = LocalHost(
-            self.app_factory(),
-            state_dir=self.state_dir,
-            port=0,
-            function_key=self.function_key,
-            deterministic_orchestrations=self.deterministic,
-            overridable_existing_instance_states=self.overridable_existing_instance_states,
-        )
-        orchestrators = self.host.durable_functions.orchestrators
+    def host_options(self) -> dict[str, Any]:
+        return {
+            **super().host_options(),
+            "deterministic_orchestrations": self.deterministic,
+            "overridable_existing_instance_states": self.overridable_existing_instance_states,
+        }
+
+    def before_start(self, host: LocalHost) -> None:
+        orchestrators = host.durable_functions.orchestrators
         for key, function in orchestrators.items():
             orchestrators[key] = replace(function, handle=self.recorder.wrap(function.handle))
-        self.call(self.host.start())
 
     @property
     def local(self) -> LocalHost:

@@ -17,6 +17,8 @@ from .driving import OrchestrationHost
 from .orchestration_apps import build_orchestration_app
 
 WEBHOOK = "/runtime/webhooks/durabletask"
+JSON_TYPE = {"Content-Type": "application/json"}
+DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's recursion limit: json.loads raises RecursionError
 STARTED = datetime.fromtimestamp(EPOCH_MS / 1000, tz=UTC)
 
 
@@ -101,6 +103,9 @@ def test_start_new_refuses_bad_instance_ids(orchestrations: OrchestrationHost) -
     hashed = orchestrations.request("POST", f"{WEBHOOK}/orchestrators/sequence/a%23b", [])  # the SDK would cut at #
     assert (hashed.status, hashed.json()["error"]["code"]) == (400, "invalid_instance_id")
     assert "may not contain '/', '\\', '#', '?' or control characters" in hashed.json()["ExceptionMessage"]
+    steps = [orchestrations.request("POST", f"{WEBHOOK}/orchestrators/sequence/{step}", []) for step in (".", "..")]
+    assert [(reply.status, reply.json()["error"]["code"]) for reply in steps] == [(400, "invalid_instance_id")] * 2
+    assert "'..' is a URL path step" in steps[1].json()["ExceptionMessage"]
     assert orchestrations.call(client.get_status_all()) == []
 
 
@@ -230,9 +235,23 @@ def test_raise_event_needs_json(orchestrations: OrchestrationHost) -> None:
         headers={"Content-Type": "application/json"},
     )
 
+    deep = orchestrations.request(
+        "POST", f"{WEBHOOK}/instances/{instance_id}/raiseEvent/decision", raw=DEEP, headers=JSON_TYPE
+    )
+
     assert (text.status, text.json()["error"]["code"]) == (400, "unsupported_content_type")
     assert (broken.status, broken.json()["error"]["code"]) == (400, "invalid_json")
+    assert (deep.status, deep.json()["error"]["code"]) == (400, "invalid_json")
     assert orchestrations.instance(instance_id).status == "Running"
+
+
+def test_an_orchestration_input_nested_past_the_parsers_depth_is_invalid_json(
+    orchestrations: OrchestrationHost,
+) -> None:
+    reply = orchestrations.request("POST", f"{WEBHOOK}/orchestrators/sequence/deep", raw=DEEP, headers=JSON_TYPE)
+
+    assert (reply.status, reply.json()["error"]["code"]) == (400, "invalid_json")
+    assert orchestrations.call(orchestrations.client().get_status_all()) == []
 
 
 def _keyed_host(tmp_path: Path) -> OrchestrationHost:

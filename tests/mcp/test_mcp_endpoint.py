@@ -10,19 +10,22 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import threading
 import time
 from collections.abc import Callable
 from http.client import IncompleteRead
 
 import azure.durable_functions as df
 import pytest
+from agent_framework import Message
 from aiohttp.test_utils import make_mocked_request
-from conftest import build_app, make_agent
+from conftest import ScriptedChatClient, build_app, make_agent
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp_harness import MCP_PATH, call_tool, open_stream, post_raw, serve, sse_data, texts, with_session
 
 from agent_host import OfflineChatClient
+from agent_host._local_host.mcp_endpoint import MAX_OWED_ANSWERS
 
 __all__ = ["serve"]  # the fixture, imported for pytest
 
@@ -75,6 +78,9 @@ def test_notifications_are_accepted_without_a_body(serve: Serve) -> None:
         (None, b"{not json", 400, -32700),
         ([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], None, 400, -32600),
         ({"id": 1, "method": "ping"}, None, 400, -32600),
+        ({"jsonrpc": "2.0", "id": True, "method": "ping"}, None, 400, -32600),
+        ({"jsonrpc": "2.0", "id": {"n": 1}, "method": "ping"}, None, 400, -32600),
+        ({"jsonrpc": "2.0", "id": [1], "method": "ping"}, None, 400, -32600),
     ],
 )
 def test_bodies_that_are_not_one_json_rpc_message_are_refused(
@@ -86,6 +92,17 @@ def test_bodies_that_are_not_one_json_rpc_message_are_refused(
 
     assert reply.status == status
     assert reply.json()["error"]["code"] == code
+
+
+@pytest.mark.parametrize("request_id", [None, 7, 2.5, "r-7"])
+def test_a_request_id_may_be_a_string_a_number_or_null_and_comes_back_as_sent(serve: Serve, request_id: object) -> None:
+    # JSON-RPC 2.0: an id is a string, a number or null; only a message without one is a notification.
+    running = agent_host(serve)
+
+    reply = post_raw(running, MCP_PATH, {"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+
+    assert reply.status == 200
+    assert sse_data(reply.body) == [{"jsonrpc": "2.0", "id": request_id, "result": {}}]
 
 
 def test_methods_the_extension_does_not_serve_are_not_available(serve: Serve) -> None:
@@ -297,3 +314,41 @@ class RemotePeer:
 
     def is_closing(self) -> bool:
         return False
+
+
+def test_an_sse_session_that_reads_none_of_its_answers_is_closed_with_a_clear_error(serve: Serve) -> None:
+    gate = threading.Event()  # every tool call waits: its answer stays owed
+    client = ScriptedChatClient(lambda messages, _: gate.wait(10) and Message("assistant", ["ok"]))
+    running = serve(make_agent(client), enable_mcp_tool_trigger=True)
+    call = {"name": "assistant", "arguments": {"query": "hello", "sessionId": "c1"}}
+    try:
+        with open_stream(running, f"{MCP_PATH}/sse") as stream:
+            assert stream.readline() == b"event: endpoint\n"
+            endpoint = f"{MCP_PATH}/{stream.readline().decode().removeprefix('data: ').strip()}"
+            stream.readline()
+            replies = [
+                post_raw(running, endpoint, {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call})
+                for n in range(MAX_OWED_ANSWERS + 2)
+            ]
+            rest = stream.read()
+    finally:
+        gate.set()
+
+    statuses = [reply.status for reply in replies]
+    assert statuses == [202] * MAX_OWED_ANSWERS + [400, 400]
+    closed = [reply.json()["error"] for reply in replies[MAX_OWED_ANSWERS:]]
+    assert [error["code"] for error in closed] == ["session_closed", "session_closed"]
+    assert "was closed: it was owed 64 answers its event stream had not taken" in closed[0]["message"]
+    assert closed[0] == closed[1]  # later messages are told the same, not "no active session"
+    assert rest.startswith(b": session closed: it was owed 64 answers") and b"event: message" not in rest
+
+
+def test_an_sse_client_that_reads_its_answers_keeps_its_session_past_the_bound(serve: Serve) -> None:
+    running = agent_host(serve)
+
+    async def ping_often(session: ClientSession) -> int:
+        for _ in range(MAX_OWED_ANSWERS * 2):
+            await session.send_ping()
+        return len((await session.list_tools()).tools)
+
+    assert with_session(running, ping_often, transport="sse") == 1

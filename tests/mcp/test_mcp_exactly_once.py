@@ -8,12 +8,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from agent_framework import Message
 from conftest import ScriptedChatClient, default_reply, make_agent
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.types import CallToolResult
-from mcp_harness import CONVERSATIONS, call_tool, serve, texts, transcript, with_session
+from mcp_harness import CONVERSATIONS, MCP_PATH, call_tool, post_raw, serve, sse_data, texts, transcript, with_session
 
 from agent_host import HostSettings
 
@@ -37,18 +38,55 @@ def test_a_retry_with_the_same_key_returns_the_first_answer_without_running_the_
     assert transcript(running, "c1") == [("user", "hello"), ("assistant", "reply 1: hello")]
 
 
-def test_a_retry_without_a_session_id_finds_the_conversation_its_key_started(serve: Serve) -> None:
+@pytest.mark.parametrize("transport", ["streamable", "sse"])
+def test_a_retry_without_a_session_id_finds_the_conversation_its_key_started(serve: Serve, transport: str) -> None:
     client = ScriptedChatClient()
     running = serve(make_agent(client), enable_mcp_tool_trigger=True)
     arguments = {"query": "hello", "idempotencyKey": "first-call"}
 
-    first = call_tool(running, "assistant", arguments)
-    retry = call_tool(running, "assistant", arguments)
-    fresh = call_tool(running, "assistant", {"query": "hello", "idempotencyKey": "another-call"})
+    async def first_retry_and_fresh(session: ClientSession) -> list[CallToolResult]:
+        first = await session.call_tool("assistant", arguments)
+        retry = await session.call_tool("assistant", arguments)
+        fresh = await session.call_tool("assistant", {"query": "hello", "idempotencyKey": "another-call"})
+        return [first, retry, fresh]
+
+    first, retry, fresh = with_session(running, first_retry_and_fresh, transport=transport)
 
     assert retry.structured_content["sessionId"] == first.structured_content["sessionId"]
+    assert retry.structured_content["turnId"] == first.structured_content["turnId"]
     assert fresh.structured_content["sessionId"] != first.structured_content["sessionId"]
     assert len(client.calls) == 2
+
+
+def test_two_clients_using_the_same_key_get_conversations_of_their_own(serve: Serve) -> None:
+    # The docs' own example key: another client's equal key neither refuses this one nor reads its conversation.
+    client = ScriptedChatClient()
+    running = serve(make_agent(client), enable_mcp_tool_trigger=True)
+
+    ada = call_tool(running, "assistant", {"query": "My name is Ada.", "idempotencyKey": "call-1"})
+    bob = call_tool(running, "assistant", {"query": "My name is Bob.", "idempotencyKey": "call-1"})
+    same_words = call_tool(running, "assistant", {"query": "My name is Ada.", "idempotencyKey": "call-1"})
+
+    sessions = {result.structured_content["sessionId"] for result in (ada, bob, same_words)}
+    assert len(sessions) == 3 and not any(result.is_error for result in (ada, bob, same_words))
+    assert texts(bob)[0] == "reply 2: My name is Bob." and texts(same_words)[0] == "reply 3: My name is Ada."
+    assert transcript(running, ada.structured_content["sessionId"]) == [
+        ("user", "My name is Ada."),
+        ("assistant", "reply 1: My name is Ada."),
+    ]
+    assert [len(call) for call in client.calls] == [1, 1, 1]  # no client's call saw another's history
+
+
+def test_a_key_without_a_session_id_outside_any_mcp_session_is_refused(serve: Serve) -> None:
+    running = serve(make_agent(ScriptedChatClient()), enable_mcp_tool_trigger=True)
+    call = {"name": "assistant", "arguments": {"query": "hello", "idempotencyKey": "call-1"}}
+
+    reply = post_raw(running, MCP_PATH, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+    (answer,) = sse_data(reply.body)
+
+    assert answer["result"]["isError"] is True
+    assert answer["result"]["structuredContent"]["error"]["code"] == "invalid_idempotency_key"
+    assert "Send sessionId (a conversation id of your choosing) with the key" in answer["result"]["content"][0]["text"]
 
 
 def test_the_same_key_with_another_query_is_refused_as_a_reused_key(serve: Serve) -> None:

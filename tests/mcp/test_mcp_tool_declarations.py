@@ -17,19 +17,21 @@ from agent_host._mcp.tools import McpToolRegistry, agent_tool, require_result_sc
 from agent_host._mcp.workflow_input import workflow_input
 
 
-def context(**arguments: object) -> str:
+def context(transport_session: str = "transport-session", **arguments: object) -> str:
     """An invocation context as the extension sends it (the transport's session is not the conversation)."""
-    return json.dumps({"name": "assistant", "arguments": arguments, "sessionid": "transport-session"})
+    return json.dumps({"name": "assistant", "arguments": arguments, "sessionid": transport_session})
 
 
-def test_a_key_without_a_session_id_names_the_same_conversation_on_every_retry() -> None:
+def test_a_key_without_a_session_id_names_the_same_conversation_on_every_retry_in_its_mcp_session() -> None:
     first = parse_agent_tool_call(context(query="hi", idempotencyKey="k1"), "assistant", 1000)
     retry = parse_agent_tool_call(context(query="hi", idempotencyKey="k1"), "assistant", 1000)
     other_agent = parse_agent_tool_call(context(query="hi", idempotencyKey="k1"), "billing", 1000)
+    other_client = parse_agent_tool_call(context("other-session", query="hi", idempotencyKey="k1"), "assistant", 1000)
 
     assert first.session_id == retry.session_id
     assert first.session_id.startswith("mcp-") and len(first.session_id) == 36
     assert other_agent.session_id != first.session_id
+    assert other_client.session_id not in (first.session_id, other_agent.session_id)
     assert (first.idempotency_key, first.caller_key) == ("k1", True)
 
 

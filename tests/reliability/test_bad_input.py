@@ -286,6 +286,9 @@ CASES: dict[str, Case] = {
     "retention budget too small": Case(
         "PUT", RETENTION, 400, "invalid_retention", as_json({"mode": "auto", "maxStateBytes": 100}), JSON
     ),
+    "retention budget over the ceiling": Case(
+        "PUT", RETENTION, 400, "invalid_retention", as_json({"mode": "auto", "maxStateBytes": 10**12}), JSON
+    ),
     "retention budget negative": Case(
         "PUT", RETENTION, 400, "invalid_retention", as_json({"mode": "auto", "maxStateBytes": -1}), JSON
     ),

@@ -132,3 +132,52 @@ def test_a_closed_store_refuses_every_call(tmp_path: Path) -> None:
         asyncio.run(store.read("a/c/t"))
     with pytest.raises(StreamStoreUnavailableError, match="the store was closed"):
         asyncio.run(store.append("a/c/t", [StreamEvent(1, MESSAGE_DELTA)]))
+
+
+def file_bytes(path: Path) -> int:
+    """The database and its write-ahead log, as the disk holds them."""
+    return sum(part.stat().st_size for part in (path, Path(f"{path}-wal")) if part.exists())
+
+
+def fill(store: SqliteStreamStore, streams: int, events: int) -> list[str]:
+    names = [f"conversation_assistant/c1/turn-{n}" for n in range(streams)]
+    for name in names:
+        batch = [StreamEvent(i, MESSAGE_DELTA, {"text": f"word {i} " * 20}) for i in range(1, events + 1)]
+        asyncio.run(store.append(name, batch))
+    return names
+
+
+def test_deleting_every_stream_gives_the_space_back(tmp_path: Path) -> None:
+    store = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    try:
+        names = fill(store, streams=60, events=200)
+        full = file_bytes(store.path)
+
+        asyncio.run(store.delete(names))
+        emptied = file_bytes(store.path)
+    finally:
+        store.close()
+
+    assert full > 3_000_000
+    assert emptied < 100_000  # a few pages: the file shrank and its write-ahead log was emptied
+
+
+def test_a_file_made_without_incremental_vacuum_is_rebuilt_with_it_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "streams.sqlite3"
+    with closing(sqlite3.connect(path)) as old:  # as earlier versions made it: no auto-vacuum, rows then deleted
+        old.executescript(sqlite_store._SCHEMA)
+        rows = [(f"s{n}", 1, MESSAGE_DELTA, "x" * 4000) for n in range(1500)]
+        old.executemany("INSERT INTO turn_stream_events VALUES (?, ?, ?, ?)", rows)
+        old.execute("DELETE FROM turn_stream_events")
+        old.commit()
+    before = path.stat().st_size
+
+    store = SqliteStreamStore(path)
+    try:
+        mode = store._writer.execute("PRAGMA auto_vacuum").fetchone()[0]
+        after = file_bytes(path)
+    finally:
+        store.close()
+
+    assert before > 5_000_000
+    assert (mode, after < 200_000) == (2, True)

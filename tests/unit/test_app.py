@@ -60,3 +60,10 @@ def test_add_agent_after_construction_registers_its_entity() -> None:
     assert "conversation_late" in [f.get_function_name() for f in app.get_functions()]
     assert app._entities["late"].retention.mode == "keep_all"
     assert app._entities["late"].retention.max_state_bytes == 4096
+
+
+def test_add_agent_refuses_a_budget_over_the_ceiling_naming_it() -> None:
+    app = build_app()
+
+    with pytest.raises(ValueError, match=r"max_state_bytes: must be at most 983040 \(960 KiB\)"):
+        app.add_agent(make_agent(ScriptedChatClient(), "late"), max_state_bytes=983_041)

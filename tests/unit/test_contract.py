@@ -23,7 +23,7 @@ from agent_host._contract import (
     validate_turn_id,
 )
 from agent_host._errors import InvalidRequestError
-from agent_host._retention_settings import RetentionSettings
+from agent_host._retention_settings import MAX_STATE_BYTES_CEILING, RetentionSettings
 
 TURN_SHAPE = (
     'Expected {"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
@@ -218,7 +218,7 @@ def test_retention_request_needs_mode_and_budget() -> None:
 
     assert error.code == "invalid_retention"
     assert error.message.startswith("The request is not valid: mode: Field required; maxStateBytes: Field required.")
-    assert 'Expected {"mode": "keep_all" | "auto" | "follow_compaction", "maxStateBytes": integer >= 4096' in (
+    assert 'Expected {"mode": "keep_all" | "auto" | "follow_compaction", "maxStateBytes": integer 4096 to 983040' in (
         error.message
     )
 
@@ -230,6 +230,11 @@ def test_retention_request_needs_mode_and_budget() -> None:
         ({"maxStateBytes": 100_000}, "mode: Field required"),
         ({"mode": "sometimes", "maxStateBytes": 100_000}, "mode: Input should be 'keep_all', 'auto' or 'follow"),
         ({"mode": "auto", "maxStateBytes": 4095}, "maxStateBytes: Input should be greater than or equal to 4096"),
+        (
+            {"mode": "auto", "maxStateBytes": 10**12},
+            "maxStateBytes: must be at most 983040 (960 KiB), the largest state every durable backend stores "
+            "(got 1000000000000)",
+        ),
         ({"mode": "auto", "maxStateBytes": "100000"}, "maxStateBytes: Input should be a valid integer"),
         (
             {"mode": "auto", "maxStateBytes": 100_000, "highWatermark": 0.5, "lowWatermark": 0.6},
@@ -308,7 +313,7 @@ def test_set_retention_operation_reads_its_settings() -> None:
     )
 
     assert operation.change_id == "change-1"
-    assert operation.retention == RetentionSettings(mode="follow_compaction", max_state_bytes=8192)
+    assert operation.retention.stored() == RetentionSettings(mode="follow_compaction", max_state_bytes=8192).stored()
 
 
 @pytest.mark.parametrize(
@@ -318,6 +323,7 @@ def test_set_retention_operation_reads_its_settings() -> None:
         ({"changeId": "change-1"}, "retention"),
         ({"changeId": "change-1", "retention": {"mode": "never"}}, "retention.mode"),
         ({"changeId": "change-1", "retention": {"maxStateBytes": 10}}, "retention.maxStateBytes"),
+        ({"changeId": "change-1", "retention": {"maxStateBytes": 983_041}}, "retention.maxStateBytes"),
     ],
 )
 def test_set_retention_operation_refuses_bad_input(data: dict[str, Any], field: str) -> None:
@@ -424,3 +430,11 @@ def test_describe_problems_shows_no_value_for_a_missing_field_and_calls_the_whol
 
     assert "maxStateBytes: Field required." in missing.message and "(got" not in missing.message
     assert describe_problems(whole) == "body: the low watermark (0.6) must be below the high watermark (0.5)"
+
+
+def test_the_budget_ceiling_binds_what_callers_set_not_what_is_stored() -> None:
+    at_ceiling = parse_model(RetentionRequest, {"mode": "auto", "maxStateBytes": MAX_STATE_BYTES_CEILING})
+    stored = RetentionSettings.model_validate({"mode": "auto", "maxStateBytes": 1_048_576})  # an earlier default
+
+    assert at_ceiling.max_state_bytes == MAX_STATE_BYTES_CEILING == 960 * 1024
+    assert stored.max_state_bytes == 1_048_576

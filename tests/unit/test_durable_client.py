@@ -22,6 +22,7 @@ from hosting import run_on_fresh_loop as run
 
 from agent_host._conversation.state import (
     APPLIED_CHANGES_KEY,
+    APPLIED_DELETES_KEY,
     DELETED_KEY,
     EXPIRED_TURNS_KEY,
     SCHEMA_VERSION_KEY,
@@ -352,3 +353,18 @@ def test_wait_for_change_on_state_that_stays_unreadable_gives_up() -> None:
 def test_wait_for_change_does_not_swallow_an_unreachable_store() -> None:
     with pytest.raises(StorageUnavailableError):
         wait_for_change(state_answer(conversation()), UNAVAILABLE)
+
+
+def test_wait_for_delete_takes_a_conversation_started_after_the_delete_for_its_acknowledgement() -> None:
+    # Failure 19: the delete ran and a turn started a new conversation before the poll saw the tombstone.
+    later = conversation(**{APPLIED_DELETES_KEY: ["change-2"]})
+
+    async def scenario() -> tuple[StoredState | None, list[Seen]]:
+        answers = (state_answer(conversation(**{APPLIED_CHANGES_KEY: ["change-1"]})), state_answer(later))
+        async with scripted_webhook(*answers) as (client, seen):
+            return await client.wait_for_delete("c1", "change-2", 5), seen
+
+    state, seen = run(scenario)
+
+    assert state == later
+    assert len(seen) == 2

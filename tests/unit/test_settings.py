@@ -75,6 +75,11 @@ def test_host_settings_read_from_the_environment() -> None:
     assert settings.retention.max_state_bytes == 5000
 
 
+def test_a_default_budget_over_the_ceiling_stops_the_app_naming_the_ceiling() -> None:
+    with pytest.raises(ValueError, match=r"AGENT_HOST_MAX_STATE_BYTES: must be at most 983040 \(960 KiB\)"):
+        HostSettings.from_environment({"AGENT_HOST_MAX_STATE_BYTES": "1000000000000"})
+
+
 def test_invalid_setting_names_the_variable() -> None:
     with pytest.raises(ValueError, match="AGENT_HOST_WAIT_SECONDS"):
         HostSettings.from_environment({"AGENT_HOST_WAIT_SECONDS": "soon"})

@@ -17,7 +17,9 @@ from agent_host._conversation.state import (
     RetentionSettings,
     decode_state,
     decode_state_text,
+    delete_found_nothing,
     encode_state,
+    has_applied_delete,
     new_state,
     parse_with_spans,
     state_json_schema,
@@ -186,3 +188,30 @@ def test_decoding_gives_the_stored_text_of_the_transcript_unless_an_upgrade_rebu
 def test_decoding_text_refuses_invalid_json_as_corrupt_state() -> None:
     with pytest.raises(StateCorruptError, match=r"is not valid JSON \(Extra data"):
         decode_state_text('{"schemaVersion": 3} {')
+
+
+def tombstone(existed: bool, deletes: list[str]) -> dict:
+    fresh = new_state("assistant", "c1", RetentionSettings(), 1)
+    return {**fresh, "deleted": {"at": 2, "existed": existed, "turns": []}, "appliedDeletes": deletes}
+
+
+@pytest.mark.parametrize(
+    ("state", "found_nothing"),
+    [
+        (tombstone(existed=True, deletes=["d1"]), False),
+        (tombstone(existed=False, deletes=["d1"]), True),  # another delete removed the conversation first
+        (tombstone(existed=False, deletes=["d1", "d2"]), False),  # d2 found d1's tombstone; d1 deleted it
+        ({**new_state("assistant", "c1", RetentionSettings(), 3), "appliedDeletes": ["d1"]}, False),
+    ],
+    ids=["its-tombstone", "found-a-tombstone", "a-later-delete", "a-later-conversation"],
+)
+def test_a_delete_that_ran_found_nothing_only_when_its_own_tombstone_says_so(state: dict, found_nothing: bool) -> None:
+    assert has_applied_delete(state, "d1")
+    assert delete_found_nothing(state, "d1") is found_nothing
+
+
+def test_deletes_acknowledged_in_applied_changes_before_applied_deletes_count_as_applied() -> None:
+    legacy = {**new_state("assistant", "c1", RetentionSettings(), 3), "appliedChanges": ["r1", "d1"]}
+
+    assert has_applied_delete(legacy, "d1") and not has_applied_delete(legacy, "d2")
+    assert decode_state(encode_state(tombstone(existed=True, deletes=["d1"])))["appliedDeletes"] == ["d1"]

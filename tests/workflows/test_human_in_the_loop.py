@@ -128,3 +128,26 @@ def test_the_published_hosts_routes_start_report_and_answer_in_its_shapes(host: 
     assert pending["respondUrl"].endswith(f"/api/workflow/review/respond/{instance}/{pending['requestId']}")
     assert responded.status == 200 and responded.json()["message"] == "Response delivered successfully"
     assert status["output"] == ["published: Re: Write a tagline. (I saw 1 messages)"]
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than Python's recursion limit: json.loads raises RecursionError
+
+
+def test_json_nested_past_the_parsers_depth_is_invalid_json_on_every_workflow_route(host: RunningHost) -> None:
+    body = start(host, "review", "Write a tagline.").json()
+    run = f"/api/workflows/review/runs/{body['runId']}"
+    request_id = body["pendingRequests"][0]["requestId"]
+    json_type = {"Content-Type": "application/json"}
+    paths = [
+        "/api/workflows/review/runs",
+        f"{run}/responses/{request_id}",
+        "/api/workflow/review/run",
+        f"/api/workflow/review/respond/{body['runId']}/{request_id}",
+    ]
+
+    replies = [host.request("POST", path, raw=DEEP, headers=json_type) for path in paths]
+    waiting = host.request("GET", run).json()
+
+    assert [(reply.status, reply.json()["error"]["code"]) for reply in replies] == [(400, "invalid_json")] * 4
+    assert all("not valid JSON" in reply.json()["error"]["message"] for reply in replies)
+    assert waiting["status"] == "waiting_for_input" and waiting["pendingRequests"] == body["pendingRequests"]
