@@ -279,6 +279,7 @@ class LocalHost:
         self._started = True
         try:
             await self._private.start()  # first: functions need its URL as soon as the public port answers
+            self._public.check_address()
             await self.invoker.start()
             await self._public.start()
             # Activities with a durable client binding run where the HTTP functions do (activities.py says why).

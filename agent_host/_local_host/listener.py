@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -102,6 +103,22 @@ class Listener:
         self._access_log_level = access_log_level
         self._runner: web.ServerRunner | None = None
         self.port: int | None = None
+
+    def check_address(self) -> None:
+        """Fail now if the address cannot be bound, before anything slower starts (a port in use says so in one line
+        instead of after the worker's web server has started and stopped again).
+
+        Raises:
+            ListenAddressError: If the address cannot be bound.
+        """
+        if self._port == 0:
+            return
+        try:
+            for family, _, _, _, address in socket.getaddrinfo(self._host, self._port, type=socket.SOCK_STREAM):
+                # As aiohttp binds: address reuse on, so a port in TIME_WAIT is not "in use".
+                socket.create_server(address[:2], family=family).close()
+        except OSError as exc:
+            raise ListenAddressError(self._host, self._port, exc) from exc
 
     async def start(self) -> None:
         """Bind the address and start serving.
