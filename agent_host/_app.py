@@ -231,6 +231,12 @@ class AgentFunctionApp(df.DFApp):
         if tool is not None:
             self._register_agent_tool(tool, self._agent_routes[name])
 
+    def close(self) -> None:
+        """Release what the app opened itself: the turn stream store its settings chose, and that store's network
+        client. A store passed as `stream_store=` stays open (it is yours). The local host calls this when it stops;
+        on Azure the worker process ends instead. A later streamed turn opens the store again."""
+        self._stream_store.close()
+
     def get_agent(self, context: df.DurableOrchestrationContext, agent_name: str) -> OrchestrationAgent:
         """A registered agent for use inside an orchestrator function (as in agent-framework-azurefunctions).
 

@@ -13,7 +13,7 @@ import logging
 import os
 import pathlib
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 import azure.functions as func
@@ -119,6 +119,8 @@ class LocalHost:
         self._started = False
         self._stopped = False
         clock = getattr(app, "clock", SYSTEM_CLOCK)
+        # What the app opened itself (an AgentFunctionApp's stream store client), released when the host stops.
+        self._close_app: Callable[[], None] | None = getattr(app, "close", None)
         self.store = EntityStore(pathlib.Path(state_dir), clock=clock)
         self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size, clock=clock)
         orchestration_store = OrchestrationStore(self.store)
@@ -274,6 +276,8 @@ class LocalHost:
         finally:
             await asyncio.to_thread(self.orchestrations.stop)
             await asyncio.to_thread(self.scheduler.stop)
+            if self._close_app is not None:
+                await asyncio.to_thread(self._close_app)
             self.store.close()
 
 
