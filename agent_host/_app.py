@@ -21,6 +21,7 @@ from ._contract import AgentRoute
 from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
+from ._conversation.state_cache import CONVERSATION_CACHE, MB
 from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
@@ -121,6 +122,7 @@ class AgentFunctionApp(df.DFApp):
         self.mcp_tools = McpToolRegistry()
         register_state_types([*core_state_types(), *state_types])
         self.settings = settings or HostSettings.from_environment()
+        CONVERSATION_CACHE.resize(self.settings.state_cache_mb * MB)
         self.http_streams = http_streams
         self.default_callback = default_callback
         self._http_functions = _function_shape(http_streams)
@@ -230,6 +232,12 @@ class AgentFunctionApp(df.DFApp):
         )
         if tool is not None:
             self._register_agent_tool(tool, self._agent_routes[name])
+
+    def close(self) -> None:
+        """Release what the app opened itself: the turn stream store its settings chose, and that store's network
+        client. A store passed as `stream_store=` stays open (it is yours). The local host calls this when it stops;
+        on Azure the worker process ends instead. A later streamed turn opens the store again."""
+        self._stream_store.close()
 
     def close(self) -> None:
         """Release what the app opened itself: the turn stream store its settings chose, and that store's network

@@ -27,6 +27,8 @@ OPENAI_CHAT_MODEL = "OPENAI_CHAT_MODEL"
 RETENTION_MODE_SETTING = "AGENT_HOST_RETENTION_MODE"
 MAX_STATE_BYTES_SETTING = "AGENT_HOST_MAX_STATE_BYTES"
 CONVERSATION_TTL_SETTING = "AGENT_HOST_CONVERSATION_TTL"
+STATE_CACHE_SETTING = "AGENT_HOST_STATE_CACHE_MB"
+DEFAULT_STATE_CACHE_MB = 128
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class HostSettings:
             `AGENT_HOST_MAX_STATE_BYTES`.
         conversation_ttl_seconds: How long a conversation may go without a turn or a retention change before it
             is deleted; 0 never. `AGENT_HOST_CONVERSATION_TTL` (docs/retention.md, "Idle conversations expire").
+        state_cache_mb: Memory the process may spend, estimated, keeping decoded conversations for their next turn;
+            0 keeps none. One bound per process: the app built last sets it. `AGENT_HOST_STATE_CACHE_MB`
+            (docs/scaling.md, "Memory").
     """
 
     max_message_bytes: int = 32 * 1024
@@ -54,10 +59,15 @@ class HostSettings:
     turn_record_ttl_seconds: float = 24 * 60 * 60.0
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     conversation_ttl_seconds: float = DEFAULT_CONVERSATION_TTL_SECONDS
+    state_cache_mb: int = DEFAULT_STATE_CACHE_MB
 
     def __post_init__(self) -> None:
         # Checked here too, so a value given in code fails at startup as a setting does.
         ttl_seconds_of(self.conversation_ttl_seconds, "HostSettings(conversation_ttl_seconds)")
+        if type(self.state_cache_mb) is not int or self.state_cache_mb < 0:
+            raise ValueError(
+                f"HostSettings(state_cache_mb={self.state_cache_mb!r}) must be a whole number of megabytes, 0 or more."
+            )
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> HostSettings:
@@ -85,6 +95,7 @@ class HostSettings:
             ),
             retention=retention,
             conversation_ttl_seconds=_ttl(env, CONVERSATION_TTL_SETTING, defaults.conversation_ttl_seconds),
+            state_cache_mb=_megabytes(env, STATE_CACHE_SETTING, defaults.state_cache_mb),
         )
 
 
@@ -118,6 +129,16 @@ def _ttl(env: Mapping[str, str], name: str, default: float) -> float:
     """A duration setting (`14d`, `3600`, `0` for off); unset or empty keeps `default`."""
     raw = env.get(name)
     return default if raw is None or raw == "" else ttl_from_setting(raw, name)
+
+
+def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number of megabytes, 0 allowed; unset or empty keeps `default`."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.strip().isdigit():
+        raise ValueError(f"Setting {name}={raw!r} is not a whole number of megabytes; set 0 or more (0: none).")
+    return int(raw)
 
 
 def _number(env: Mapping[str, str], name: str, default: Any, kind: type) -> Any:
