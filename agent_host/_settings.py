@@ -28,6 +28,8 @@ RETENTION_MODE_SETTING = "AGENT_HOST_RETENTION_MODE"
 MAX_STATE_BYTES_SETTING = "AGENT_HOST_MAX_STATE_BYTES"
 CONVERSATION_TTL_SETTING = "AGENT_HOST_CONVERSATION_TTL"
 STATE_CACHE_SETTING = "AGENT_HOST_STATE_CACHE_MB"
+# Named by the scheduler variant of host.json (infra/hooks/durable_backend.py) and written by the deployment.
+SCHEDULER_CONNECTION_SETTING = "DURABLE_TASK_SCHEDULER_CONNECTION_STRING"
 DEFAULT_STATE_CACHE_MB = 128
 
 
@@ -46,6 +48,9 @@ class HostSettings:
             `AGENT_HOST_MAX_STATE_BYTES`.
         conversation_ttl_seconds: How long a conversation may go without a turn or a retention change before it
             is deleted; 0 never. `AGENT_HOST_CONVERSATION_TTL` (docs/retention.md, "Idle conversations expire").
+        durable_task_scheduler: Whether the app runs on the Durable Task Scheduler, which caps entity ids at 100
+            characters: `DURABLE_TASK_SCHEDULER_CONNECTION_STRING` is set (the deployment writes it for that backend
+            only; docs/scaling.md, "Instance ids").
         state_cache_mb: Memory the process may spend, estimated, keeping decoded conversations for their next turn;
             0 keeps none. One bound per process: the app built last sets it. `AGENT_HOST_STATE_CACHE_MB`
             (docs/scaling.md, "Memory").
@@ -59,6 +64,7 @@ class HostSettings:
     turn_record_ttl_seconds: float = 24 * 60 * 60.0
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     conversation_ttl_seconds: float = DEFAULT_CONVERSATION_TTL_SECONDS
+    durable_task_scheduler: bool = False
     state_cache_mb: int = DEFAULT_STATE_CACHE_MB
 
     def __post_init__(self) -> None:
@@ -95,6 +101,7 @@ class HostSettings:
             ),
             retention=retention,
             conversation_ttl_seconds=_ttl(env, CONVERSATION_TTL_SETTING, defaults.conversation_ttl_seconds),
+            durable_task_scheduler=bool(env.get(SCHEDULER_CONNECTION_SETTING)),
             state_cache_mb=_megabytes(env, STATE_CACHE_SETTING, defaults.state_cache_mb),
         )
 
