@@ -17,10 +17,11 @@ import azure.functions as func
 from agent_framework import SupportsAgentRun, Workflow
 
 from ._clock import SYSTEM_CLOCK, Clock
-from ._contract import AgentRoute
+from ._contract import LONGEST_GENERATED_CONVERSATION_ID, AgentRoute, conversation_id_limit
 from ._conversation.entity import ConversationEntity
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
+from ._conversation.state_cache import CONVERSATION_CACHE, MB
 from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
@@ -121,6 +122,7 @@ class AgentFunctionApp(df.DFApp):
         self.mcp_tools = McpToolRegistry()
         register_state_types([*core_state_types(), *state_types])
         self.settings = settings or HostSettings.from_environment()
+        CONVERSATION_CACHE.resize(self.settings.state_cache_mb * MB)
         self.http_streams = http_streams
         self.default_callback = default_callback
         self._http_functions = _function_shape(http_streams)
@@ -190,6 +192,15 @@ class AgentFunctionApp(df.DFApp):
                 f"Agent name {name!r} cannot be used in routes and entity names: use 1-64 letters, digits, "
                 "'_' or '-', starting with a letter."
             )
+        id_limit = conversation_id_limit(
+            entity_name_for(name), durable_task_scheduler=self.settings.durable_task_scheduler
+        )
+        if id_limit < LONGEST_GENERATED_CONVERSATION_ID:
+            raise ValueError(
+                f"Agent name {name!r} is too long for the Durable Task Scheduler: its entity ids would leave "
+                f"conversation ids {id_limit} characters, and the host needs {LONGEST_GENERATED_CONVERSATION_ID}. "
+                f"Use a name of at most {len(name) - (LONGEST_GENERATED_CONVERSATION_ID - id_limit)} characters."
+            )
         clash = next((known for known in self._entities if known.lower() == name.lower()), None)
         if clash is not None:
             raise ValueError(f"Agent name {name!r} is registered twice (as {clash!r}); give each agent a unique name.")
@@ -227,10 +238,20 @@ class AgentFunctionApp(df.DFApp):
         self._entities[name] = entity
         self._expiry.set_ttl(entity_name, ttl)
         self._agent_routes[name] = AgentRoute(
-            name=name, entity_name=entity_name, history=plan.owner, conversation_ttl_seconds=ttl
+            name=name,
+            entity_name=entity_name,
+            history=plan.owner,
+            conversation_ttl_seconds=ttl,
+            max_conversation_id_length=id_limit,
         )
         if tool is not None:
             self._register_agent_tool(tool, self._agent_routes[name])
+
+    def close(self) -> None:
+        """Release what the app opened itself: the turn stream store its settings chose, and that store's network
+        client. A store passed as `stream_store=` stays open (it is yours). The local host calls this when it stops;
+        on Azure the worker process ends instead. A later streamed turn opens the store again."""
+        self._stream_store.close()
 
     def get_agent(self, context: df.DurableOrchestrationContext, agent_name: str) -> OrchestrationAgent:
         """A registered agent for use inside an orchestrator function (as in agent-framework-azurefunctions).

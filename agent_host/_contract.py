@@ -36,7 +36,13 @@ from ._retention_settings import (
     SettableStateBytes,
 )
 
-CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MAX_CONVERSATION_ID_LENGTH = 128
+CONVERSATION_ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_CONVERSATION_ID_LENGTH - 1}}}")
+# The Durable Task Scheduler caps instance ids at 100 characters, and an entity's instance id is
+# `@<entity name>@<key>` (docs/scaling.md): there, a conversation id gets what the agent's entity name leaves.
+SCHEDULER_MAX_INSTANCE_ID_LENGTH = 100
+# The longest conversation id the host makes up itself (an orchestration's `new_uuid()`), which must always fit.
+LONGEST_GENERATED_CONVERSATION_ID = 36
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Anchored: pydantic's `pattern` matches anywhere in the string unless told otherwise.
 CHANGE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
@@ -70,6 +76,15 @@ class AgentRoute:
     # How long the agent's conversations may stay idle before they are deleted (0: never), so whoever takes a
     # conversation's turn can have its expiry watched.
     conversation_ttl_seconds: float = 0.0
+    # The longest conversation id the backend can key an entity of this agent by (shorter on the scheduler).
+    max_conversation_id_length: int = MAX_CONVERSATION_ID_LENGTH
+
+
+def conversation_id_limit(entity_name: str, *, durable_task_scheduler: bool) -> int:
+    """The longest conversation id an agent's entity can be keyed by on the app's Durable Functions backend."""
+    if not durable_task_scheduler:
+        return MAX_CONVERSATION_ID_LENGTH
+    return min(MAX_CONVERSATION_ID_LENGTH, SCHEDULER_MAX_INSTANCE_ID_LENGTH - len(f"@{entity_name}@"))
 
 
 class WireModel(BaseModel):
@@ -338,17 +353,26 @@ class ExpireOperation(BaseModel):
     ttl_seconds: StrictFloat | StrictInt = Field(ge=0, allow_inf_nan=False)
 
 
-def validate_conversation_id(conversation_id: str) -> str:
-    """Accept ids of 1-128 characters from `[A-Za-z0-9._-]`, starting with a letter or digit and without '..'.
+def validate_conversation_id(conversation_id: str, route: AgentRoute | None = None) -> str:
+    """Accept ids of 1-128 characters from `[A-Za-z0-9._-]`, starting with a letter or digit and without '..', and
+    (given the agent's `route`) no longer than its entities can be keyed by on the app's backend.
 
     Raises:
         InvalidRequestError: with code `invalid_conversation_id`.
     """
+    shown = conversation_id if len(conversation_id) <= 140 else conversation_id[:140] + "..."
     if not CONVERSATION_ID_PATTERN.fullmatch(conversation_id) or ".." in conversation_id:
-        shown = conversation_id if len(conversation_id) <= 140 else conversation_id[:140] + "..."
         raise InvalidRequestError(
-            f"Conversation id {shown!r} is invalid: use 1-128 characters from A-Z a-z 0-9 . _ -, starting with a "
-            "letter or digit, without '..'.",
+            f"Conversation id {shown!r} is invalid: use 1-{MAX_CONVERSATION_ID_LENGTH} characters from "
+            "A-Z a-z 0-9 . _ -, starting with a letter or digit, without '..'.",
+            code="invalid_conversation_id",
+        )
+    if route is not None and len(conversation_id) > route.max_conversation_id_length:
+        raise InvalidRequestError(
+            f"Conversation id {shown!r} is {len(conversation_id)} characters; agent '{route.name}' takes at most "
+            f"{route.max_conversation_id_length} on the Durable Task Scheduler, which caps an entity's id "
+            f"('@{route.entity_name}@' and the conversation id) at {SCHEDULER_MAX_INSTANCE_ID_LENGTH} characters. "
+            "Use a shorter id, for example a hash of yours.",
             code="invalid_conversation_id",
         )
     return conversation_id

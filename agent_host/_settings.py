@@ -30,6 +30,10 @@ CONVERSATION_TTL_SETTING = "AGENT_HOST_CONVERSATION_TTL"
 TURN_ERROR_DETAILS_SETTING = "AGENT_HOST_TURN_ERROR_DETAILS"
 SWITCH_ON = frozenset({"1", "true", "yes", "on"})
 SWITCH_OFF = frozenset({"", "0", "false", "no", "off"})
+STATE_CACHE_SETTING = "AGENT_HOST_STATE_CACHE_MB"
+# Named by the scheduler variant of host.json (infra/hooks/durable_backend.py) and written by the deployment.
+SCHEDULER_CONNECTION_SETTING = "DURABLE_TASK_SCHEDULER_CONNECTION_STRING"
+DEFAULT_STATE_CACHE_MB = 128
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,12 @@ class HostSettings:
             is deleted; 0 never. `AGENT_HOST_CONVERSATION_TTL` (docs/retention.md, "Idle conversations expire").
         turn_error_details: A failed turn's error says why it failed (the exception's kind and text, without
             secrets), not just its type. `AGENT_HOST_TURN_ERROR_DETAILS`: on under `serve`, off unless set elsewhere.
+        durable_task_scheduler: Whether the app runs on the Durable Task Scheduler, which caps entity ids at 100
+            characters: `DURABLE_TASK_SCHEDULER_CONNECTION_STRING` is set (the deployment writes it for that backend
+            only; docs/scaling.md, "Instance ids").
+        state_cache_mb: Memory the process may spend, estimated, keeping decoded conversations for their next turn;
+            0 keeps none. One bound per process: the app built last sets it. `AGENT_HOST_STATE_CACHE_MB`
+            (docs/scaling.md, "Memory").
     """
 
     max_message_bytes: int = 32 * 1024
@@ -60,10 +70,16 @@ class HostSettings:
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     conversation_ttl_seconds: float = DEFAULT_CONVERSATION_TTL_SECONDS
     turn_error_details: bool = False
+    durable_task_scheduler: bool = False
+    state_cache_mb: int = DEFAULT_STATE_CACHE_MB
 
     def __post_init__(self) -> None:
         # Checked here too, so a value given in code fails at startup as a setting does.
         ttl_seconds_of(self.conversation_ttl_seconds, "HostSettings(conversation_ttl_seconds)")
+        if type(self.state_cache_mb) is not int or self.state_cache_mb < 0:
+            raise ValueError(
+                f"HostSettings(state_cache_mb={self.state_cache_mb!r}) must be a whole number of megabytes, 0 or more."
+            )
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> HostSettings:
@@ -94,6 +110,8 @@ class HostSettings:
             turn_error_details=switch_setting(
                 env, TURN_ERROR_DETAILS_SETTING, "to say in a failed turn's error why it failed", "to say its type only"
             ),
+            durable_task_scheduler=bool(env.get(SCHEDULER_CONNECTION_SETTING)),
+            state_cache_mb=_megabytes(env, STATE_CACHE_SETTING, defaults.state_cache_mb),
         )
 
 
@@ -156,6 +174,16 @@ def _ttl(env: Mapping[str, str], name: str, default: float) -> float:
     """A duration setting (`14d`, `3600`, `0` for off); unset or empty keeps `default`."""
     raw = env.get(name)
     return default if raw is None or raw == "" else ttl_from_setting(raw, name)
+
+
+def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number of megabytes, 0 allowed; unset or empty keeps `default`."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.strip().isdigit():
+        raise ValueError(f"Setting {name}={raw!r} is not a whole number of megabytes; set 0 or more (0: none).")
+    return int(raw)
 
 
 def _number(env: Mapping[str, str], name: str, default: Any, kind: type) -> Any:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import report
+from . import docs_pages, report
 from .entity_cost import measure_turn_costs
 from .http_latency import measure_latency
 from .parts import measure_parts, parts_table
@@ -146,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.quick or args.no_docs):
         report.write_plot(results, report.PLOT_FILE)
         report.write_docs(results, report.DOCS_FILE, report.PLOT_FILE)
-        print(f"Docs: {report.DOCS_FILE} and {report.PLOT_FILE}")
+        if output == report.RESULTS_FILE:
+            docs_pages.rewrite()  # the other pages' blocks quote the results file
+        print(f"Docs: {report.DOCS_FILE}, {report.PLOT_FILE} and the pages quoting them")
     return 0
 
 

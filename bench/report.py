@@ -418,17 +418,27 @@ OTHER_BENCHMARKS = (
     ("a hosted workflow, against the same workflow in process", "workflow_cost", "workflows.md"),
     ("streamed turns: first delta, storage writes, host cost", "streaming_cost", "streaming.md"),
     ("turns a second by conversations, and idle expiry's cost", "capacity", "scaling.md"),
+    (
+        "what running functions through the Python worker's own code costs under serve",
+        "worker_invocation",
+        "configuration.md#which-code-runs-your-functions-under-serve",
+    ),
+    ("what the state cache holds, and a worker's memory under each bound", "state_cache_memory", "scaling.md"),
 )
 
 
 def other_benchmarks() -> str:
     """The table of the benchmarks with their own command, for the docs page."""
-    rows = [f"| {what} | `python -m bench.{module}` | [{page}]({page}) |" for what, module, page in OTHER_BENCHMARKS]
+    rows = [
+        f"| {what} | `python -m bench.{module}` | [{page.split('#')[0]}]({page}) |"
+        for what, module, page in OTHER_BENCHMARKS
+    ]
     return "\n".join(["| benchmark | command | figures |", "|---|---|---|", *rows])
 
 
-def write_docs(results: dict[str, Any], path: Path, plot: Path) -> None:
-    """The docs page: how to run, the machine and versions, the tables, the plot and how it was measured."""
+def write_docs(results: dict[str, Any], path: Path, plot: Path, results_dir: Path = RESULTS_FILE.parent) -> None:
+    """The docs page: how to run, the machine and versions, the tables, the plot and how it was measured (the
+    standalone benchmarks' sections from the results files in `results_dir`)."""
     info = results["machine"]
     versions_lines = "\n".join(f"- {name}: {version}" for name, version in results["versions"].items())
     page = f"""# Benchmarks
@@ -465,9 +475,9 @@ Measured {results["generated_at"]} on {info["cpu"]} ({info["cores"]} cores, {inf
 
 {analysis(results)}
 
-## Orchestrations, workflows, streaming and capacity
+## Orchestrations, workflows, streaming, capacity and memory
 
-{feature_sections()}
+{feature_sections(results_dir)}
 
 ## How it is measured
 

@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import docs_pages
+from .feature_figures import RESULTS_DIR
+
 
 def quick_parser(prog: str, description: str, quick_help: str, default_output: Path) -> argparse.ArgumentParser:
     """A parser with `--quick` (a tiny run that shows the benchmark still works) and `--output` (the results JSON).
@@ -26,7 +29,13 @@ def quick_parser(prog: str, description: str, quick_help: str, default_output: P
 
 
 def write_results(path: Path, results: Any) -> None:
-    """Write `results` as indented JSON to `path`, making its folder, and say so on stderr (stdout holds the table)."""
+    """Write `results` as indented JSON to `path`, making its folder, and say so on stderr (stdout holds the table).
+
+    Results written to the repository's own results folder rewrite the docs that quote them (`docs_pages`).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
+    if path.resolve().parent == RESULTS_DIR:
+        for page in docs_pages.rewrite():
+            print(f"rewrote {page}", file=sys.stderr)

@@ -406,7 +406,8 @@ class Routes:
         return agent
 
     def _target(self, req: func.HttpRequest) -> tuple[AgentRoute, str]:
-        return self._agent(req), validate_conversation_id(req.route_params.get("conversationId", ""))
+        agent = self._agent(req)
+        return agent, validate_conversation_id(req.route_params.get("conversationId", ""), agent)
 
     async def _existing(
         self, agent: AgentRoute, conversation_id: str, client: df.DurableOrchestrationClient

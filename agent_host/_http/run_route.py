@@ -51,7 +51,7 @@ class RunRequest:
     answer_json: bool
 
 
-def parse_run_request(req: func.HttpRequest, settings: HostSettings) -> RunRequest:
+def parse_run_request(req: func.HttpRequest, settings: HostSettings, agent: AgentRoute | None = None) -> RunRequest:
     """Read a `/run` request: JSON or plain text; `session_id` or legacy `thread_id` in body or query.
 
     Raises:
@@ -76,13 +76,13 @@ def parse_run_request(req: func.HttpRequest, settings: HostSettings) -> RunReque
     fields = body.model_dump(exclude_none=True)
     return RunRequest(
         message=message,
-        session_id=_session_id(fields, req.params or {}),
+        session_id=_session_id(fields, req.params or {}, agent),
         wait=_wait(headers, req.params or {}, fields),
         answer_json=is_json or accepts_json,
     )
 
 
-def _session_id(body: Mapping[str, Any], query: Mapping[str, str]) -> str:
+def _session_id(body: Mapping[str, Any], query: Mapping[str, str], agent: AgentRoute | None) -> str:
     candidates: dict[str, str] = {}
     for source_name, source in (("body", body), ("query", query)):
         for field in (SESSION_ID_FIELD, LEGACY_THREAD_ID_FIELD):
@@ -93,7 +93,7 @@ def _session_id(body: Mapping[str, Any], query: Mapping[str, str]) -> str:
     if len(distinct) > 1:
         listed = ", ".join(f"{name}={value!r}" for name, value in sorted(candidates.items()))
         raise InvalidRequestError(f"Conflicting session identifiers supplied: {listed}.", code="conflicting_session_id")
-    return validate_conversation_id(distinct.pop()) if distinct else uuid.uuid4().hex
+    return validate_conversation_id(distinct.pop(), agent) if distinct else uuid.uuid4().hex
 
 
 def _wait(headers: Mapping[str, str], query: Mapping[str, str], body: Mapping[str, Any]) -> bool:
@@ -114,7 +114,7 @@ async def run_compat(
     clock: Clock,
 ) -> func.HttpResponse:
     """Run one turn for a `/run` request and answer in that host's shape."""
-    request = parse_run_request(req, settings)
+    request = parse_run_request(req, settings, agent)
     conversations = ConversationClient(client, agent.entity_name)
     turn_id = new_turn_id(clock.now_ms())
     await conversations.signal(request.session_id, RUN_OPERATION, {"turnId": turn_id, "message": request.message})

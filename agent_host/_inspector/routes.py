@@ -71,7 +71,7 @@ class InspectorRoutes:
         agent = self._agents.get(name)
         if agent is None:
             raise AgentNotFoundError(name[:80], sorted(self._agents))
-        conversation_id = validate_conversation_id(req.route_params.get("conversationId", ""))
+        conversation_id = validate_conversation_id(req.route_params.get("conversationId", ""), agent)
         state = await ConversationClient(client, agent.entity_name).read(conversation_id)
         if state is None:
             raise ConversationNotFoundError(agent.name, conversation_id)

@@ -14,7 +14,7 @@ import logging
 import os
 import pathlib
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 import azure.functions as func
@@ -141,6 +141,8 @@ class LocalHost:
         self._started = False
         self._stopped = False
         clock = getattr(app, "clock", SYSTEM_CLOCK)
+        # What the app opened itself (an AgentFunctionApp's stream store client), released when the host stops.
+        self._close_app: Callable[[], None] | None = getattr(app, "close", None)
         # Held until stop(): a second host on the directory would deliver every queued signal again.
         self._state_lock = StateDirectoryLock(pathlib.Path(state_dir))
         self._state_lock.acquire()
@@ -310,6 +312,8 @@ class LocalHost:
             await asyncio.to_thread(self.orchestrations.stop)
             await asyncio.to_thread(self.scheduler.stop)
             await self.invoker.stop()  # last: the schedulers' running batches invoke through it
+            if self._close_app is not None:
+                await asyncio.to_thread(self._close_app)
             self.close()
 
     def close(self) -> None:

@@ -156,6 +156,7 @@ async def run_agent_tool(
     session_id: str | None = None
     try:
         call = parse_agent_tool_call(context, agent.name, settings.max_message_bytes)
+        validate_conversation_id(call.session_id, agent)  # the backend's limit on the agent's entity ids
         session_id = call.session_id
         return await _run_turn(call, client, agent, settings, clock)
     except AgentHostError as error:

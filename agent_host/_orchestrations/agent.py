@@ -58,7 +58,9 @@ class OrchestrationAgent:
         Raises:
             ValueError: `session_id` is not a valid conversation id.
         """
-        conversation_id = self._context.new_uuid() if session_id is None else _checked_conversation_id(session_id)
+        conversation_id = (
+            self._context.new_uuid() if session_id is None else _checked_conversation_id(session_id, self._route)
+        )
         return ConversationSession(agent_name=self.name, conversation_id=conversation_id)
 
     def get_session(self, service_session_id: str, *, session_id: str | None = None) -> ConversationSession:
@@ -164,9 +166,9 @@ def _execution_id(context: df.DurableOrchestrationContext) -> str:
     return ""
 
 
-def _checked_conversation_id(conversation_id: str) -> str:
+def _checked_conversation_id(conversation_id: str, route: AgentRoute) -> str:
     try:
-        return validate_conversation_id(conversation_id)
+        return validate_conversation_id(conversation_id, route)
     except InvalidRequestError as exc:
         raise ValueError(exc.message) from None
 

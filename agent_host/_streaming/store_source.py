@@ -44,6 +44,17 @@ class StreamStoreSource:
                 self._resolved = True
             return self._store
 
+    def close(self) -> None:
+        """Close the store this source built from the settings (a store it was given belongs to whoever gave it);
+        the next call builds a fresh one."""
+        with self._lock:
+            if self._from_settings is None or not self._resolved:
+                return
+            built, self._store, self._resolved = self._store, None, False
+        close = getattr(built, "close", None)
+        if close is not None:
+            close()
+
 
 def _build(from_settings: Callable[[], TurnStreamStore | None]) -> TurnStreamStore | None:
     """The store the settings choose; None when they choose none or it cannot be built (logged)."""

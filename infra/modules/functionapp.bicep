@@ -73,6 +73,14 @@ var alwaysReady = durableAlwaysReadyInstances > 0 ? [
   }
 ] : []
 
+// The state cache's bound for each instance size (docs/scaling.md, "Memory"): the worker shares the instance with the
+// Functions host and with the turns running at once.
+var stateCacheMBByInstanceMemory = {
+  '512': 128
+  '2048': 768
+  '4096': 1536
+}
+
 // The settings of every deployment.
 var baseSettings = {
   AzureWebJobsStorage__credential: 'managedidentity'
@@ -90,6 +98,7 @@ var baseSettings = {
   AGENT_HOST_MAX_STATE_BYTES: string(maxStateBytes)
   // A failed turn's error names the exception's type only; why it failed stays in the logs (Application Insights).
   AGENT_HOST_TURN_ERROR_DETAILS: '0'
+  AGENT_HOST_STATE_CACHE_MB: string(stateCacheMBByInstanceMemory[string(instanceMemoryMB)])
   // The template serves HTTP streams (function_app.py, http_streams=True): the Python worker must index at start.
   PYTHON_ENABLE_INIT_INDEXING: '1'
 }

@@ -11,7 +11,8 @@ Four orchestrations, each started over HTTP (`POST /api/orchestrations/{name}`, 
   draft's conversation over the agents' HTTP API meanwhile.
 
 Every agent turn is a turn of a durable conversation (`/api/agents/{agent}/conversations/{id}`). With no model
-settings the offline model answers. Run it from this folder: `python -m agent_host serve --app function_app:app`.
+settings the offline model answers. Run it from this folder (README.md):
+`PYTHONPATH=../.. ../../.venv/bin/python -m agent_host serve --app function_app:app`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The host sees a history provider it does not own and leaves it alone: it keeps turn records and the session in
 the conversation entity, and passes the stable session id `{agent}.{conversationId}`, which this provider uses
-as the Redis key. Run it from this folder with `python -m agent_host serve --app function_app:app`.
+as the Redis key. Run it from this folder as README.md says (`PYTHONPATH=../.. ../../.venv/bin/python -m agent_host
+serve --app function_app:app`, with `REDIS_URL`).
 """
 
 from __future__ import annotations

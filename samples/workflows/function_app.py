@@ -6,7 +6,8 @@
 - `publish`: a writer drafts, a person approves or rejects the draft (`ctx.request_info`), and an approved draft
   is published by an agent whose tool needs a second approval (`approval_mode="always_require"`).
 
-Run it from this folder with `python -m agent_host serve --app function_app:app`, then send `workflows.http`.
+Run it from this folder with `PYTHONPATH=../.. ../../.venv/bin/python -m agent_host serve --app function_app:app`,
+then send `workflows.http`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ from azure.durable_functions import DurableOrchestrationContext
 from clocks import ManualClock
 from pydantic import BaseModel
 
-from agent_host import AgentFunctionApp, OfflineChatClient  # was: from agent_framework.azure import AgentFunctionApp
+# was: from agent_framework_azurefunctions import AgentFunctionApp
+from agent_host import AgentFunctionApp, OfflineChatClient
 
 WRITER_AGENT_NAME = "WriterAgent"
 PHYSICIST_AGENT_NAME = "PhysicistAgent"

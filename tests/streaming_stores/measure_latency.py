@@ -1,12 +1,13 @@
 """Measure every turn stream store: append and read latency, and how soon a waiting reader gets an append.
 
-    .venv/bin/python tests/streaming_stores/measure_latency.py [--operations 300] [--rounds 300] [--json out.json]
+    .venv/bin/python tests/streaming_stores/measure_latency.py [--operations 300] [--rounds 300] [--json FILE]
 
 Each store runs against its real backend, started here as the tests start it (a SQLite file in a temporary folder,
 Azurite, redis-server). Appends are one coalesced delta (about 200 bytes) each, as the producer writes every 50 ms;
 reads ask for what follows the reader's last id. Wake-up: a writer on one event loop (the entity's) appends to 1 or
 20 streams every `--interval` seconds, readers on another loop (the HTTP server's) wait with `wait_for_events`; the
-figure is the time from the start of an append to the reader holding the event. Prints p50 and p99 in ms.
+figure is the time from the start of an append to the reader holding the event. Prints p50 and p99 in ms and writes
+them to `bench/results/stream_store_latency.json` (or `--json FILE`), which docs/streaming-stores.md quotes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import tempfile
 import threading
@@ -34,6 +34,9 @@ from agent_host._streaming.host_storage import HostStorageConnection  # noqa: E4
 from agent_host._streaming.redis_store import RedisStreamStore  # noqa: E402
 from agent_host._streaming.sqlite_store import SqliteStreamStore  # noqa: E402
 from agent_host._streaming.waiting import wait_for_events  # noqa: E402
+from bench.feature_figures import RESULTS_DIR  # noqa: E402
+from bench.report import machine  # noqa: E402
+from bench.standalone import write_results  # noqa: E402
 
 DELTA_TEXT = "The quick brown fox jumps over the lazy dog. " * 4  # ~180 characters: 50 ms of a fast model's tokens
 
@@ -140,9 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds", type=int, default=300, help="wake-up samples per store (20 streams: rounds/20 each)"
     )
     parser.add_argument("--interval", type=float, default=0.05, help="seconds between a writer's appends")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--json", type=Path, default=RESULTS_DIR / "stream_store_latency.json", help="where to write the figures"
+    )
     args = parser.parse_args(argv)
 
+    started_on = machine()
     with stores() as factories:
         results = measure(factories, args.operations, args.rounds, args.interval)
 
@@ -150,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, figures in results.items():
         for figure, values in figures.items():
             print(f"{name:<12} {figure:<16} {values['p50_ms']:>8} {values['p99_ms']:>8} {values['n']:>5}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    plan = {"operations": args.operations, "rounds": args.rounds, "interval_seconds": args.interval}
+    write_results(args.json, {"machine": started_on, **plan, "stores": results})
     return 0
 
 

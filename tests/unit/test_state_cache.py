@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 from agent_framework import CompactionProvider, InMemoryHistoryProvider, SlidingWindowStrategy
 from clocks import ManualClock
-from conftest import ScriptedChatClient, build_app, driver_for, make_agent
+from conftest import ROOT, ScriptedChatClient, build_app, driver_for, make_agent
 
 from agent_host import HostSettings, RetentionSettings, StateCorruptError
 from agent_host._conversation.state import encode_state, new_state
-from agent_host._conversation.state_cache import CONVERSATION_CACHE, ConversationCache
+from agent_host._conversation.state_cache import CONVERSATION_CACHE, ConversationCache, estimated_bytes
+from bench.state_cache_memory import SHAPES, measure_shape
 
 # Core gives each function-call content a random `af-call-...` id; everything else here is deterministic.
 _CALL_CONTENT_ID = re.compile(r"af-call-[0-9a-f]+")
@@ -155,3 +158,84 @@ def test_a_cold_process_writes_the_transcript_back_as_it_read_it() -> None:
 
     assert json.dumps(decoded["messages"], ensure_ascii=True)[1:-1] in text
     assert json.loads(text) == grown
+
+
+def conversation_text(key: str, messages: int, chars_each: int) -> str:
+    state = new_state("assistant", key, RetentionSettings(), 1)
+    state["messages"] = [
+        {"id": f"{key}.{n}", "role": "user" if n % 2 == 0 else "assistant", "text": "x" * chars_each, "at": n}
+        for n in range(messages)
+    ]
+    return encode_state(state)
+
+
+def test_the_cache_is_bounded_by_the_memory_it_holds_not_by_how_many_conversations() -> None:
+    # 200 small conversations fit where a few large ones fill the same bound: a count of conversations (or of
+    # characters alone) would keep too few of the first or too many of the second.
+    small = [conversation_text(f"s{n}", 4, 40) for n in range(200)]
+    large = [conversation_text(f"l{n}", 2_000, 200) for n in range(20)]
+    bound = sum(estimated_bytes(text, json.loads(text)) for text in large[-4:])  # room for four large ones
+    cache = ConversationCache(max_bytes=bound)
+
+    for number, text in enumerate(small):
+        cache.decode("assistant", f"s{number}", text)
+    kept_small = len(cache)
+    for number, text in enumerate(large):
+        cache.decode("assistant", f"l{number}", text)
+
+    assert kept_small == 200
+    assert len(cache) == 4
+    assert cache.held_bytes == bound
+
+
+def test_a_conversation_larger_than_the_whole_bound_is_not_kept_and_zero_keeps_nothing() -> None:
+    text = conversation_text("c1", 100, 100)
+    cache = ConversationCache(max_bytes=estimated_bytes(text, json.loads(text)) - 1)
+    cache.decode("assistant", "c1", text)
+    off = ConversationCache(max_bytes=0)
+    off.decode("assistant", "c1", conversation_text("c1", 1, 1))
+
+    assert (len(cache), cache.held_bytes) == (0, 0)
+    assert (len(off), off.held_bytes) == (0, 0)
+
+
+def test_the_estimate_is_what_a_cached_conversation_holds_after_its_turns() -> None:
+    # Measured with tracemalloc, as `python -m bench.state_cache_memory` does at 600 kB, for the cheapest and the
+    # most expensive kind of history per byte (short plain messages; tool calls, compacted).
+    short, _, _, compacted = SHAPES
+    for name, agent, message in (short, compacted):
+        figures = measure_shape(name, agent, message, 40_000)
+
+        assert 0.8 <= figures["estimated_over_measured"] <= 1.25, figures
+
+
+def test_the_bound_is_a_setting_that_the_app_applies() -> None:
+    assert HostSettings.from_environment({"AGENT_HOST_STATE_CACHE_MB": "0"}).state_cache_mb == 0
+    assert HostSettings.from_environment({}).state_cache_mb == 128
+    with pytest.raises(ValueError, match="AGENT_HOST_STATE_CACHE_MB"):
+        HostSettings.from_environment({"AGENT_HOST_STATE_CACHE_MB": "-5"})
+    try:
+        build_app(compacting_agent(), settings=HostSettings(state_cache_mb=3))
+        assert CONVERSATION_CACHE.max_bytes == 3 * 1024 * 1024
+    finally:
+        build_app(compacting_agent())
+    assert CONVERSATION_CACHE.max_bytes == 128 * 1024 * 1024
+
+
+def test_a_worker_touching_more_conversations_than_fit_keeps_its_memory_near_the_bound() -> None:
+    # 30 conversations of 300 kB hold about 150 MB decoded: a 24 MB bound keeps the worker's growth near it. Measured
+    # in a fresh process (RSS never shrinks back), as the benchmark measures each bound.
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.state_cache_memory", "--worker", "24", "--plan", "[300000, 30, 1, [24]]"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    worker = json.loads(completed.stdout)
+    (round_figures,) = worker["rounds"]
+
+    assert round_figures["estimated_mb"] <= 24
+    assert 2 <= round_figures["cached"] <= 6
+    assert round_figures["peak_rss_mb"] - worker["rss_before_mb"] < 70, worker
