@@ -34,6 +34,10 @@ from ._streaming.channel import StreamEvent, TurnStreamStore
 from ._streaming.store_errors import StreamStoreNotConfiguredError, StreamStoreUnavailableError
 from ._workflows.registration import WorkflowRetryPolicy
 
+# The package ships inside the function app's folder rather than installed, so the version is written here; a test
+# keeps it equal to pyproject.toml's.
+__version__ = "0.1.0"
+
 __all__ = [
     "AgentCallbackContext",
     "AgentFunctionApp",

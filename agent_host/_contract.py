@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 
 from ._errors import InvalidRequestError
 from ._retention_settings import MIN_STATE_BYTES, RetentionModeName, RetentionSettings
+from ._structured_output import response_format_of
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -42,6 +43,8 @@ MAX_APPROVALS_PER_TURN = 32
 MAX_REPLY_BYTES = 32 * 1024
 # Run options the host decides: who keeps the history is settled at registration (architecture.md, failure 10).
 HOST_OWNED_RUN_OPTIONS = ("store", "conversation_id")
+# The content types a caller's message may hold: text, and files (images, documents) by URL or as data URIs.
+MESSAGE_CONTENT_TYPES = ("text", "uri", "data")
 
 # The operations a conversation entity runs; the HTTP side signals them and knows nothing else of the entity.
 RUN_OPERATION = "run"
@@ -64,6 +67,11 @@ class AgentRoute:
     # How long the agent's conversations may stay idle before they are deleted (0: never), so whoever takes a
     # conversation's turn can have its expiry watched.
     conversation_ttl_seconds: float = 0.0
+    # The agent object's class name, and whether its `/api/agents/{name}/...` routes and its MCP tool are served
+    # (an agent without HTTP routes stays callable from orchestrations and MCP), as the health route reports them.
+    agent_type: str = "Agent"
+    http_enabled: bool = True
+    mcp_enabled: bool = False
 
 
 class WireModel(BaseModel):
@@ -228,16 +236,25 @@ class RetentionRequest(RetentionSettings):
 
 
 class RunRequestBody(WireModel):
-    """A JSON body of the agent-framework-azurefunctions `POST .../run` route: its snake_case names, unknown fields
-    ignored as that host ignores them."""
+    """A JSON body of the agent-framework-azurefunctions `POST .../run` route: its snake_case names and the camelCase
+    ones that host is moving to (`*_camel` here), unknown fields ignored as that host ignores them."""
 
-    model_config = ConfigDict(alias_generator=None, extra="ignore")
+    model_config = ConfigDict(alias_generator=None, populate_by_name=False, extra="ignore")
 
     message: StrictStr = ""
     session_id: StrictStr | None = None
+    session_id_camel: StrictStr | None = Field(default=None, alias="sessionId")
     thread_id: StrictStr | None = None
-    # Read like that host reads it: a boolean, or a word such as "true" or "no"; anything else means the default.
+    thread_id_camel: StrictStr | None = Field(default=None, alias="threadId")
+    # Read like that host reads them: a boolean, a number, or a word such as "true" or "no".
     wait_for_response: Any = None
+    wait_for_response_camel: Any = Field(default=None, alias="waitForResponse")
+    enable_tool_calls: Any = None
+    enable_tool_calls_camel: Any = Field(default=None, alias="enableToolCalls")
+    # A JSON schema (or core's chat-style `{"type": "json_schema", ...}` form): the answer is structured output.
+    response_format: Any = None
+    response_format_camel: Any = Field(default=None, alias="responseFormat")
+    role: Any = None
 
 
 class RunOperation(BaseModel):
@@ -260,15 +277,42 @@ class RunOperation(BaseModel):
     messages: list[dict[str, Any]] | None = None
     # Run the agent streaming and write the turn's stream (agent_host/_streaming); the stored outcome is the same.
     stream: bool = False
-
-    # Run the agent streaming and write the turn's stream (agent_host/_streaming); the stored outcome is the same.
-    stream: bool = False
+    # Structured output, as core's chat-style response format: the answer must be JSON that matches its schema, or
+    # the turn fails (`invalid_structured_output`) with the answer kept in the history.
+    response_format: dict[str, Any] | None = None
+    # False: the turn runs with none of the agent's tools (agent-framework-azurefunctions' `enable_tool_calls`).
+    enable_tool_calls: StrictBool = True
+    # The role of the turn's message (the `/run` route's `role`).
+    role: Literal["user", "system", "assistant"] = "user"
+    # The turn's message as contents in core's `Content.to_dict()` form (text, images by URI or data), in place of
+    # `message`.
+    contents: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
     def _one_kind_of_input(self) -> Self:
-        if self.messages is not None and self.message is not None:
-            raise ValueError("send either message (text) or messages (whole messages), not both")
+        given = [name for name in ("message", "messages", "contents") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(
+                f"send one of message (text), contents (one message's contents) or messages (whole messages), not "
+                f"{' and '.join(given)}"
+            )
+        if self.response_format is not None and "response_format" in (self.options or {}):
+            raise ValueError("send the response format once: as responseFormat, not also in options")
         return self
+
+    @field_validator("response_format")
+    @classmethod
+    def _checked_response_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else response_format_of(value)
+
+    @field_validator("contents")
+    @classmethod
+    def _message_contents(cls, contents: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        kinds_given = [item.get("type") for item in contents or ()]
+        if contents is not None and (not contents or any(kind not in MESSAGE_CONTENT_TYPES for kind in kinds_given)):
+            kinds = ", ".join(MESSAGE_CONTENT_TYPES)
+            raise ValueError(f"contents must be a non-empty list of contents of type {kinds}")
+        return contents
 
     @field_validator("options")
     @classmethod

@@ -24,8 +24,11 @@ from .._retention_settings import RetentionSettings
 # messages holding its answer instead of copying them.
 # Version 3: a deleted conversation leaves a tombstone (`deleted`) so its turns answer definitively; applied
 # retention and delete requests are acknowledged by id (`appliedChanges`); retries of an Idempotency-Key no longer
-# write alias records (upgraded: their ids count as expired). Versions 1 and 2 are upgraded on read.
-SCHEMA_VERSION = 3
+# write alias records (upgraded: their ids count as expired).
+# Version 4: a turn record may say its answer is the structured output the turn asked for (`structured`), so a
+# later read shows its parsed value; older code would refuse such a record, so the version says so.
+# Versions 1 to 3 are upgraded on read.
+SCHEMA_VERSION = 4
 
 SCHEMA_VERSION_KEY = "schemaVersion"
 AGENT_KEY = "agent"
@@ -45,6 +48,8 @@ DELETED_KEY = "deleted"
 APPLIED_CHANGES_KEY = "appliedChanges"
 # A turn receipt's record of the conversation's stored size when the turn began.
 STATE_BYTES_KEY = "stateBytes"
+# A turn receipt's mark that its answer is structured output (JSON that matched the turn's responseFormat).
+STRUCTURED_KEY = "structured"
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
 MAX_APPLIED_CHANGES = 16
 
@@ -73,6 +78,7 @@ class TurnRecordDict(TypedDict):
     idempotencyKey: NotRequired[str]
     requestHash: NotRequired[str]
     stateBytes: NotRequired[int]
+    structured: NotRequired[bool]
 
 
 StoredState = dict[str, Any]
@@ -144,6 +150,10 @@ class TurnRecord(_StateModel):
     state_bytes: int | None = Field(
         default=None, description="The conversation's stored size in bytes when this turn began (none for its first)."
     )
+    structured: bool | None = Field(
+        default=None,
+        description="The answer's text is JSON that matched the turn's responseFormat (its parsed value is shown).",
+    )
     at: int
 
 
@@ -167,7 +177,7 @@ class DeletedRecord(_StateModel):
 class ConversationState(_StateModel):
     """Everything one conversation entity stores."""
 
-    schema_version: Literal[3] = SCHEMA_VERSION
+    schema_version: Literal[4] = SCHEMA_VERSION
     agent: str
     conversation_id: str
     created_at: int
@@ -325,7 +335,8 @@ def _check_named_answers(data: StoredState) -> None:
 
 
 def _upgraded_from_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 state in version 3's form: every author was explicit, and turn records copied their answers.
+    """Version 1 state in version 2's form, then upgraded on: every author was explicit, and turn records copied
+    their answers.
 
     Anything malformed is left as it is, for validation to name.
     """
@@ -353,18 +364,24 @@ def _upgraded_from_v1(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upgraded_from_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 state in version 3's form: alias records (retries) are gone; their ids count as expired."""
-    new = {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
+    """Version 2 state in version 3's form, then upgraded on: alias records (retries) are gone; their ids count as
+    expired."""
+    new = {**data, SCHEMA_VERSION_KEY: 3}
     turns = data.get(TURNS_KEY)
     if isinstance(turns, dict):
         aliases = [turn_id for turn_id, turn in turns.items() if isinstance(turn, dict) and "aliasOf" in turn]
         if aliases:
             new[TURNS_KEY] = {turn_id: turn for turn_id, turn in turns.items() if turn_id not in aliases}
             new[EXPIRED_TURNS_KEY] = [*data.get(EXPIRED_TURNS_KEY, []), *aliases]
-    return new
+    return _upgraded_from_v3(new)
 
 
-_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2}
+def _upgraded_from_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 state in version 4's form: the same, as no version 3 record is structured output."""
+    return {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
+
+
+_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2, 3: _upgraded_from_v3}
 
 # Each stored message field and the one type it has when written by this code (None allowed where not required).
 _MESSAGE_TYPES: dict[str, type] = {

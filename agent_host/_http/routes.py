@@ -89,10 +89,41 @@ _TURN_SHAPE = '{"message": "..."}'
 _RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
 
 
-class Routes:
-    """The handlers behind every route; one instance per app, reading the app's registered agents.
+class HealthRoute:
+    """`GET /api/health`: the app is up, which agents it hosts and how, in agent-framework-azurefunctions' shape.
 
-    `stream_store` gives the store turn streams are read from (None when none is configured).
+    Args:
+        agents: Every agent orchestrations can call (workflow agent nodes too), by name.
+        workflows: The names of the hosted workflows, read when asked.
+    """
+
+    def __init__(self, agents: Mapping[str, AgentRoute], workflows: Callable[[], list[str]]) -> None:
+        self._agents = agents
+        self._workflows = workflows
+
+    async def health(self, req: func.HttpRequest) -> func.HttpResponse:
+        """`GET /api/health`."""
+        return await respond(req, ("GET",), self._health)
+
+    async def _health(self) -> func.HttpResponse:
+        agents = [
+            {
+                "name": route.name,
+                "type": route.agent_type,
+                "http_endpoint_enabled": route.http_enabled,
+                "mcp_tool_enabled": route.mcp_enabled,
+            }
+            for route in self._agents.values()
+        ]
+        body = {"status": "healthy", "agents": agents, "agent_count": len(agents), "workflows": self._workflows()}
+        return json_response(200, body)
+
+
+class Routes:
+    """The handlers behind every conversation route; one instance per app, reading the agents it serves over HTTP.
+
+    `stream_store` gives the store turn streams are read from (None when none is configured); `run_wait` is how long
+    `/run` waits for an answer (the app's `max_poll_retries * poll_interval_seconds`).
     """
 
     def __init__(
@@ -101,17 +132,16 @@ class Routes:
         settings: HostSettings,
         clock: Clock,
         stream_store: Callable[[], TurnStreamStore | None] = lambda: None,
+        *,
+        run_wait: float | None = None,
     ) -> None:
         self._agents = agents
         self._settings = settings
         self._clock = clock
         self._stream_store = stream_store
+        self._run_wait = settings.default_wait_seconds if run_wait is None else run_wait
 
     # -- routes ---------------------------------------------------------------------------------
-
-    async def health(self, req: func.HttpRequest) -> func.HttpResponse:
-        """`GET /api/health`: the app is up, and which agents it serves."""
-        return await respond(req, ("GET",), self._health)
 
     async def turns(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
@@ -142,14 +172,12 @@ class Routes:
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
         return await respond(
-            req, ("POST",), lambda: run_compat(req, client, self._agent(req), self._settings, self._clock)
+            req,
+            ("POST",),
+            lambda: run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait),
         )
 
     # -- handlers -------------------------------------------------------------------------------
-
-    async def _health(self) -> func.HttpResponse:
-        agents = [{"name": route.name} for route in self._agents.values()]
-        return json_response(200, {"status": "healthy", "agents": agents})
 
     async def _post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         agent, conversation_id = self._target(req)

@@ -125,9 +125,15 @@ def _derived_session_id(agent_name: str, key: str) -> str:
 
 
 async def run_agent_tool(
-    context: str, client: df.DurableOrchestrationClient, agent: AgentRoute, settings: HostSettings, clock: Clock
+    context: str,
+    client: df.DurableOrchestrationClient,
+    agent: AgentRoute,
+    settings: HostSettings,
+    clock: Clock,
+    wait_seconds: float,
 ) -> str:
-    """Serve one call of an agent's tool and return the tool result (see `results.py`).
+    """Serve one call of an agent's tool, waiting up to `wait_seconds` for the answer, and return the tool result
+    (see `results.py`).
 
     Every failure, the call's own or its turn's, is a tool error result with a code and a message; nothing raises
     to the extension, which would hide both behind a generic message.
@@ -136,7 +142,7 @@ async def run_agent_tool(
     try:
         call = parse_agent_tool_call(context, agent.name, settings.max_message_bytes)
         session_id = call.session_id
-        return await _run_turn(call, client, agent, settings, clock)
+        return await _run_turn(call, client, agent, clock, wait_seconds)
     except AgentHostError as error:
         return error_result(error.to_record(), session_id=session_id)
     except Exception:
@@ -145,7 +151,7 @@ async def run_agent_tool(
 
 
 async def _run_turn(
-    call: AgentToolCall, client: df.DurableOrchestrationClient, agent: AgentRoute, settings: HostSettings, clock: Clock
+    call: AgentToolCall, client: df.DurableOrchestrationClient, agent: AgentRoute, clock: Clock, waited: float
 ) -> str:
     """Signal the turn (unless the key already has one) and answer from the state that settles it."""
     conversations = ConversationClient(client, agent.entity_name)
@@ -161,8 +167,6 @@ async def _run_turn(
     operation = {"turnId": turn_id, **payload, "idempotencyKey": call.idempotency_key, "requestHash": digest}
     await conversations.signal(call.session_id, RUN_OPERATION, operation)
     expiry = TurnExpiry(client, agent, call.session_id, clock)
-    # No 202 in MCP: wait as long as any HTTP request may, then say how to collect the answer.
-    waited = settings.max_wait_seconds
     state = await conversations.wait_for_turn(call.session_id, turn_id, waited)
     await expiry.finish((state or {}).get(TURN_COUNT_KEY))
     if state is None:

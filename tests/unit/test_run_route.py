@@ -209,7 +209,12 @@ def test_an_unreadable_value_falls_through_to_the_next_source() -> None:
     assert waits(header="perhaps", query="false", body=True) is False
     assert waits(header="perhaps", query="later", body=False) is False
     assert waits(header="", query="", body="maybe") is True
-    assert waits(body=0) is True  # a number is neither a boolean nor a word
+    assert waits(body=[False]) is True  # neither a boolean, a number nor a word
+
+
+@pytest.mark.parametrize(("number", "expected"), [(0, False), (1, True), (0.0, False), (2.5, True)])
+def test_a_number_reads_as_that_host_reads_it(number: float, expected: bool) -> None:
+    assert waits(body=number) is expected
 
 
 @pytest.mark.parametrize(("word", "expected"), [("1", True), ("y", True), (" No ", False), ("0", False), ("n", False)])
