@@ -30,6 +30,7 @@ from pydantic.alias_generators import to_camel
 from ._errors import InvalidRequestError
 from ._retention_settings import MIN_STATE_BYTES, RetentionModeName, RetentionSettings
 from ._structured_output import response_format_of
+from ._turn_options import chat_options_of, message_contents
 
 CONVERSATION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -43,8 +44,6 @@ MAX_APPROVALS_PER_TURN = 32
 MAX_REPLY_BYTES = 32 * 1024
 # Run options the host decides: who keeps the history is settled at registration (architecture.md, failure 10).
 HOST_OWNED_RUN_OPTIONS = ("store", "conversation_id")
-# The content types a caller's message may hold: text, and files (images, documents) by URL or as data URIs.
-MESSAGE_CONTENT_TYPES = ("text", "uri", "data")
 
 # The operations a conversation entity runs; the HTTP side signals them and knows nothing else of the entity.
 RUN_OPERATION = "run"
@@ -154,28 +153,56 @@ def _check_timeout(value: float | None, info: ValidationInfo) -> float | None:
 
 
 class TurnRequest(WireModel):
-    """Body of `POST .../turns`: a message, answers to pending approvals, or both; how long to wait."""
+    """Body of `POST .../turns`: a message (text or contents), answers to pending approvals, or both; how long to
+    wait; and what the turn asks of the model: structured output, chat options."""
 
     field_codes = {
         "": "missing_message",
         "message": "missing_message",
         "approvals": "too_many_approvals",
         "timeoutSeconds": "invalid_timeout",
+        "responseFormat": "invalid_response_format",
+        "options": "invalid_options",
+        "contents": "invalid_contents",
     }
     shape = (
         '{"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
-        '"timeoutSeconds": number, "stream": boolean}'
+        '"timeoutSeconds": number, "stream": boolean, "contents": [{"type": "text" | "uri" | "data", ...}], '
+        '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}}'
     )
 
     message: StrictStr | None = None
+    # The message as contents in core's shape (text, a file by URL or as a data URI), in place of `message`.
+    contents: list[Any] | None = None
     approvals: list[ApprovalAnswer] | None = Field(default=None, max_length=MAX_APPROVALS_PER_TURN)
     wait: StrictBool = True
     timeout_seconds: StrictInt | StrictFloat | None = None
     # Run the turn streaming so its stream can be watched (`GET .../turns/{turnId}/stream`) while it runs;
     # `Accept: text/event-stream` implies it.
     stream: StrictBool = False
+    # A JSON schema (or core's chat-style form): the answer must be JSON matching it; its parsed value is returned.
+    response_format: dict[str, Any] | None = None
+    # Chat options for this turn, on an allow-list (`_turn_options.CHAT_OPTIONS`), as core's option names.
+    options: dict[str, Any] | None = None
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
+
+    @field_validator("response_format")
+    @classmethod
+    def _checked_response_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else response_format_of(value)
+
+    @field_validator("options")
+    @classmethod
+    def _chat_options(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else chat_options_of(value)
+
+    @field_validator("contents")
+    @classmethod
+    def _message_contents(cls, value: list[Any] | None, info: ValidationInfo) -> list[dict[str, Any]] | None:
+        if value is not None and info.data.get("message") is not None:
+            raise ValueError('send the message as "message" (text) or as "contents", not both')
+        return None if value is None else message_contents(value)
 
     @field_validator("message")
     @classmethod
@@ -186,7 +213,7 @@ class TurnRequest(WireModel):
 
     @model_validator(mode="after")
     def _something_to_do(self) -> Self:
-        if self.message is None and not self.approvals:
+        if self.message is None and self.contents is None and not self.approvals:
             raise ValueError(
                 'the body has no message; send {"message": "..."} or answers to pending approvals '
                 '({"approvals": [{"id": "...", "approved": true}]})'
@@ -307,12 +334,9 @@ class RunOperation(BaseModel):
 
     @field_validator("contents")
     @classmethod
-    def _message_contents(cls, contents: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-        kinds_given = [item.get("type") for item in contents or ()]
-        if contents is not None and (not contents or any(kind not in MESSAGE_CONTENT_TYPES for kind in kinds_given)):
-            kinds = ", ".join(MESSAGE_CONTENT_TYPES)
-            raise ValueError(f"contents must be a non-empty list of contents of type {kinds}")
-        return contents
+    def _checked_contents(cls, contents: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        # The entity is the authority, whoever signals it: the same checks as the turn route's.
+        return None if contents is None else message_contents(contents)
 
     @field_validator("options")
     @classmethod

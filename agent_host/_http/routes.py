@@ -62,6 +62,7 @@ from .._expiry.recent import RECENT_WATCHES
 from .._expiry.starter import TurnExpiry
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
+from .._turn_options import contents_bytes
 from .durable_client import ConversationClient
 from .event_stream import EventStreamResponse, RouteResponse
 from .rendering import render_conversation, render_message, render_pending, render_turn
@@ -187,8 +188,15 @@ class Routes:
         conversations = ConversationClient(client, agent.entity_name)
         turns_url = req.url.split("?", 1)[0].rstrip("/")
         payload: dict[str, Any] = {"message": request.message}
+        if request.contents is not None:
+            payload["contents"] = request.contents
         if request.approvals:
             payload["approvals"] = [answer.model_dump() for answer in request.approvals]
+        # What the turn asks of the model is part of the request: a retry of its key must ask the same.
+        if request.response_format is not None:
+            payload["responseFormat"] = request.response_format
+        if request.options is not None:
+            payload["options"] = request.options
         digest = request_hash(payload) if key is not None else None
         state = await conversations.read(conversation_id) if key is not None or request.approvals else None
         live = state if state is not None and not is_deleted(state) else None
@@ -418,7 +426,7 @@ class Routes:
             request = parse_model(TurnRequest, data, **limits)
         else:
             raise UnsupportedMediaTypeError(media, f"application/json ({_TURN_SHAPE}) or text/plain")
-        size = len((request.message or "").encode("utf-8"))
+        size = len((request.message or "").encode("utf-8")) + contents_bytes(request.contents or [])
         if size > self._settings.max_message_bytes:
             raise MessageTooLargeError(size, self._settings.max_message_bytes)
         return request

@@ -27,7 +27,8 @@ from agent_host._retention_settings import RetentionSettings
 
 TURN_SHAPE = (
     'Expected {"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
-    '"timeoutSeconds": number, "stream": boolean}.'
+    '"timeoutSeconds": number, "stream": boolean, "contents": [{"type": "text" | "uri" | "data", ...}], '
+    '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}}.'
 )
 
 
