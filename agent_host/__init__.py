@@ -32,6 +32,7 @@ from ._settings import HostSettings, chat_client_from_settings
 from ._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from ._streaming.channel import StreamEvent, TurnStreamStore
 from ._streaming.store_errors import StreamStoreNotConfiguredError, StreamStoreUnavailableError
+from ._workflows.hitl_context import WorkflowHitlContext
 from ._workflows.registration import WorkflowRetryPolicy
 
 # The package ships inside the function app's folder rather than installed, so the version is written here; a test
@@ -73,6 +74,7 @@ __all__ = [
     "TurnStreamStore",
     "UnknownApprovalError",
     "UnsupportedMediaTypeError",
+    "WorkflowHitlContext",
     "WorkflowNotFoundError",
     "WorkflowRetryPolicy",
     "chat_client_from_settings",

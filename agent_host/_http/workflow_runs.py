@@ -33,7 +33,10 @@ from .._workflows.codec import encode
 from .._workflows.contract import (
     ANSWERED_KEY,
     CHILDREN_KEY,
+    OUTPUTS_KEY,
     PENDING_KEY,
+    PRODUCERS_KEY,
+    PUBLISHED_RUN_ID_PATTERN,
     RESPONSE_FIELD,
     RUN_ID_PATTERN,
     STATUS_KEY,
@@ -66,6 +69,19 @@ class RunView:
     answered: list[str]
     error: dict[str, str] | None
     runtime: df.DurableOrchestrationStatus
+    # The executor that yielded each output (None for a run an older version of this host finished).
+    producers: list[str] | None = None
+
+    def outputs_without(self, executor_ids: frozenset[str]) -> list[Any]:
+        """The outputs yielded by executors other than these (agent-framework-azurefunctions' outputs leave out
+        the agent nodes' answers)."""
+        if self.producers is None or len(self.producers) != len(self.outputs):
+            return self.outputs
+        return [
+            output
+            for output, producer in zip(self.outputs, self.producers, strict=True)
+            if producer not in executor_ids
+        ]
 
     def body(self) -> dict[str, Any]:
         """The run as `GET .../runs/{runId}` shows it."""
@@ -135,18 +151,21 @@ class WorkflowRuns:
     def __init__(self, client: df.DurableOrchestrationClient) -> None:
         self._runs = WorkflowRunClient(client)
 
-    async def start(self, route: WorkflowRoute, value: Any, key: str | None, *, run_id: str | None = None) -> str:
+    async def start(
+        self, route: WorkflowRoute, value: Any, key: str | None, *, run_id: str | None = None, published: bool = False
+    ) -> str:
         """Start a run of `route` with `value` as its input and return its run id.
 
         An idempotency key names the run: a retry with the same key and input finds the run it started instead of
-        starting another.
+        starting another. `published`: the input came through agent-framework-azurefunctions' route, and is read
+        as that host reads it.
 
         Raises:
             InvalidRequestError: the start executor takes no input of that shape (`invalid_workflow_input`).
             IdempotencyConflictError: the key's run has another input (or belongs to another workflow).
         """
         try:
-            coerced = route.coerce_input(value)
+            coerced = route.coerce_input(value, published=published)
         except ValueError as exc:
             raise InvalidRequestError(f"The input does not fit: {exc}.", code="invalid_workflow_input") from None
         orchestration_input = {"input": encode(coerced)}
@@ -180,13 +199,16 @@ class WorkflowRuns:
             # A sub-workflow waiting for input keeps its parent's superstep open: the run waits for input.
             state = WAITING_FOR_INPUT
         outputs: list[Any] = []
+        producers: list[str] | None = None
         error = None
         if state == "completed" and isinstance(status.output, dict):
-            outputs = list(status.output.get("outputs", []))
+            outputs = list(status.output.get(OUTPUTS_KEY, []))
+            if isinstance(status.output.get(PRODUCERS_KEY), list):
+                producers = list(status.output[PRODUCERS_KEY])
         elif state == "failed":
             error = {"code": "workflow_failed", "message": _failure(status.output)}
         answered = list(custom.get(ANSWERED_KEY, []))
-        return RunView(run_id, route.name, state, outputs, pending, answered, error, status)
+        return RunView(run_id, route.name, state, outputs, pending, answered, error, status, producers)
 
     async def _pending(self, custom: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
         found = [
@@ -280,6 +302,28 @@ def validate_run_id(value: str) -> str:
             code="invalid_run_id",
         )
     return value
+
+
+def validate_published_run_id(value: str) -> str:
+    """A run id a caller chose on agent-framework-azurefunctions' run route (`?runId=`), checked.
+
+    Raises:
+        InvalidRequestError: it is not 1-100 letters, digits, `.`, `_`, `-`, `:` or `~` starting with a letter or
+            digit (`invalid_run_id`).
+    """
+    if not re.fullmatch(PUBLISHED_RUN_ID_PATTERN, value):
+        raise InvalidRequestError(
+            f"'runId' {value[:110]!r} must be 1-100 letters, digits, '.', '_', '-', ':' or '~', starting with a "
+            "letter or digit.",
+            code="invalid_run_id",
+        )
+    return value
+
+
+def is_published_run_id(value: str) -> bool:
+    """Whether a path's run id is one a run can have (on agent-framework-azurefunctions' routes, any other is
+    simply not found)."""
+    return re.fullmatch(PUBLISHED_RUN_ID_PATTERN, value) is not None
 
 
 def _request_data(request: Mapping[str, Any]) -> Any:

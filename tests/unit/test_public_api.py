@@ -64,6 +64,7 @@ def test_public_api_is_exactly_this() -> None:
         "TurnStreamStore",
         "UnknownApprovalError",
         "UnsupportedMediaTypeError",
+        "WorkflowHitlContext",
         "WorkflowNotFoundError",
         "WorkflowRetryPolicy",
         "chat_client_from_settings",
