@@ -24,8 +24,7 @@ from .responses import json_response, respond
 from .workflow_runs import (
     RunView,
     WorkflowRuns,
-    is_published_run_id,
-    validate_published_run_id,
+    is_run_id,
     validate_run_id,
 )
 
@@ -99,7 +98,11 @@ class WorkflowRoutes:
             runs = WorkflowRuns(client)
             requested = req.params.get("runId")
             run_id = await runs.start(
-                route, value, None, run_id=validate_published_run_id(requested) if requested else None, published=True
+                route,
+                value,
+                None,
+                run_id=validate_run_id(requested, name="'runId'") if requested else None,
+                published=True,
             )
             if _flag(req, "waitForResponse", "x-ms-wait-for-response"):
                 seconds = _compat_timeout(req)
@@ -203,7 +206,7 @@ def _published_path_run_id(req: func.HttpRequest, route: WorkflowRoute) -> str:
         RunNotFoundError: the id is not one a run can have.
     """
     run_id = req.route_params.get("instanceId", "")
-    if not is_published_run_id(run_id):
+    if not is_run_id(run_id):
         raise RunNotFoundError(route.name, run_id[:110])
     return run_id
 

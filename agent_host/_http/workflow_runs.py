@@ -36,7 +36,6 @@ from .._workflows.contract import (
     OUTPUTS_KEY,
     PENDING_KEY,
     PRODUCERS_KEY,
-    PUBLISHED_RUN_ID_PATTERN,
     RESPONSE_FIELD,
     RUN_ID_PATTERN,
     STATUS_KEY,
@@ -289,41 +288,26 @@ class WorkflowRuns:
         return await self._owner(children[ordinal], rest)
 
 
-def validate_run_id(value: str) -> str:
-    """A run id as a caller sent it, checked.
-
-    Raises:
-        InvalidRequestError: it is not a run id (`invalid_run_id`).
-    """
-    if not re.fullmatch(RUN_ID_PATTERN, value or ""):
-        raise InvalidRequestError(
-            f"Run id {value!r} is not 1-64 letters, digits, '_' or '-' starting with a letter or digit; use the "
-            "runId a start returned.",
-            code="invalid_run_id",
-        )
-    return value
-
-
-def validate_published_run_id(value: str) -> str:
-    """A run id a caller chose on agent-framework-azurefunctions' run route (`?runId=`), checked.
+def validate_run_id(value: str, *, name: str = "Run id") -> str:
+    """A run id as a caller sent it (`name` says where), checked.
 
     Raises:
         InvalidRequestError: it is not 1-100 letters, digits, `.`, `_`, `-`, `:` or `~` starting with a letter or
             digit (`invalid_run_id`).
     """
-    if not re.fullmatch(PUBLISHED_RUN_ID_PATTERN, value):
+    if not is_run_id(value):
+        shown = value if len(str(value)) <= 110 else f"{str(value)[:110]}..."
         raise InvalidRequestError(
-            f"'runId' {value[:110]!r} must be 1-100 letters, digits, '.', '_', '-', ':' or '~', starting with a "
-            "letter or digit.",
+            f"{name} {shown!r} is not 1-100 letters, digits, '.', '_', '-', ':' or '~' starting with a letter or "
+            "digit; use the runId a start returned.",
             code="invalid_run_id",
         )
     return value
 
 
-def is_published_run_id(value: str) -> bool:
-    """Whether a path's run id is one a run can have (on agent-framework-azurefunctions' routes, any other is
-    simply not found)."""
-    return re.fullmatch(PUBLISHED_RUN_ID_PATTERN, value) is not None
+def is_run_id(value: object) -> bool:
+    """Whether `value` is an id a run can have."""
+    return isinstance(value, str) and re.fullmatch(RUN_ID_PATTERN, value) is not None
 
 
 def _request_data(request: Mapping[str, Any]) -> Any:

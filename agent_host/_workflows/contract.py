@@ -20,10 +20,9 @@ from pydantic import Field, StrictBool, field_validator
 from .._contract import WireModel
 
 WORKFLOW_NAME_PATTERN = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
-RUN_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
-# A run id on agent-framework-azurefunctions' routes: that host takes 1-100 characters; this one takes those that
-# travel in a URL path unescaped, as the durable client sends them (letters, digits, `.`, `_`, `-`, `:` and `~`).
-PUBLISHED_RUN_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:~-]{0,99}"
+# Up to 100 characters, as agent-framework-azurefunctions' `runId`, of those that travel in a URL path unescaped
+# (the durable client puts instance ids in its URLs as they are): letters, digits, `.`, `_`, `-`, `:` and `~`.
+RUN_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:~-]{0,99}"
 MAX_WAIT_SECONDS = 230.0
 DEFAULT_WAIT_SECONDS = 30.0
 
