@@ -42,6 +42,7 @@ from ._mcp import (
     workflow_tool,
 )
 from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
+from ._published_state import published_entity_name
 from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
 from ._streaming.callbacks import AgentResponseCallbackProtocol
@@ -112,6 +113,9 @@ class AgentFunctionApp(df.DFApp):
             sent as they are produced; without, an event stream is sent whole when it ends. See docs/streaming.md.
         stream_store: Where turn streams live; by default the store the app settings name, resolved when first
             needed (`python -m agent_host serve` names a local one).
+        import_published: On the first turn here of a conversation agent-framework-azurefunctions kept (its
+            `dafx-{agent}` entity under the same id), start from its history (docs/migrating.md). The published
+            entity is only read.
 
     Raises:
         ValueError: an agent has no name, an invalid one, or one already registered for another agent; a workflow
@@ -139,8 +143,10 @@ class AgentFunctionApp(df.DFApp):
         inspector: bool | None = None,
         http_streams: bool = False,
         stream_store: TurnStreamStore | None = None,
+        import_published: bool = False,
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
+        self.import_published = import_published
         self.clock = clock
         self.enable_health_check = bool(enable_health_check)
         self.enable_http_endpoints = bool(enable_http_endpoints)
@@ -299,6 +305,7 @@ class AgentFunctionApp(df.DFApp):
             agent_type=type(agent).__name__,
             http_enabled=http_enabled,
             mcp_enabled=mcp_enabled,
+            published_entity=published_entity_name(name) if self.import_published else None,
         )
         self._agent_routes[name] = route
         if http_enabled:

@@ -71,6 +71,8 @@ class AgentRoute:
     agent_type: str = "Agent"
     http_enabled: bool = True
     mcp_enabled: bool = False
+    # The published host's entity a new conversation's history is imported from (docs/migrating.md), or None.
+    published_entity: str | None = None
 
 
 class WireModel(BaseModel):
@@ -284,6 +286,16 @@ class RunRequestBody(WireModel):
     role: Any = None
 
 
+class ImportedConversation(BaseModel):
+    """A conversation imported from agent-framework-azurefunctions: its messages as our stored records, and an
+    account of where they came from (`entity`, `schemaVersion`, `entries`, `messages`, `skipped`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[dict[str, Any]]
+    source: dict[str, Any]
+
+
 class RunOperation(BaseModel):
     """Input of the entity's `run` operation."""
 
@@ -314,6 +326,9 @@ class RunOperation(BaseModel):
     # The turn's message as contents in core's `Content.to_dict()` form (text, images by URI or data), in place of
     # `message`.
     contents: list[dict[str, Any]] | None = None
+    # The conversation agent-framework-azurefunctions stored under the same id, to start from when nothing is
+    # stored here yet (docs/migrating.md): ignored by a conversation that exists, or existed and was deleted.
+    imported: ImportedConversation | None = None
 
     @model_validator(mode="after")
     def _one_kind_of_input(self) -> Self:

@@ -276,11 +276,9 @@ class StateCorruptError(AgentHostError):
     codes = ("state_corrupt",)
     status = 422
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(
-            f"The stored conversation {reason}. It was left unchanged; restore it from a backup or delete the "
-            "conversation to start over."
-        )
+    def __init__(self, reason: str, *, advice: str | None = None) -> None:
+        advice = advice or "It was left unchanged; restore it from a backup or delete the conversation to start over."
+        super().__init__(f"The stored conversation {reason}. {advice}")
 
 
 class StateVersionError(AgentHostError):

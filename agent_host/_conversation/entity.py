@@ -25,6 +25,7 @@ from .._contract import (
     SET_RETENTION_OPERATION,
     ChangeOperation,
     ExpireOperation,
+    ImportedConversation,
     RunOperation,
     SetRetentionOperation,
     parse_model,
@@ -52,6 +53,7 @@ from .state import (
     CREATED_AT_KEY,
     DELETED_KEY,
     EXPIRED_TURNS_KEY,
+    IMPORTED_FROM_KEY,
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
@@ -153,7 +155,8 @@ class ConversationEntity:
     def _run(self, context: df.DurableEntityContext) -> None:
         request = _operation_input(context, RunOperation)
         turn_id = request.turn_id
-        state, stored_bytes = self._load_state(context, read_raw_state(context))
+        raw = read_raw_state(context)
+        state, stored_bytes = self._load_state(context, raw)
         if turn_id in state.get(TURNS_KEY, {}):
             # Signals arrive at least once: a known turn id returns its recorded result (architecture.md, failure 9).
             context.set_result(run_result(state, turn_id, reply=request.reply, duplicate=True))
@@ -174,6 +177,10 @@ class ConversationEntity:
             # The key's turn ran and its receipt is gone: the retry reads 410, the model does not run again.
             context.set_result(expired_result(expired))
             return
+        if raw is None and request.imported is not None:
+            # Only a conversation never stored here starts from the published host's history: a deleted one left
+            # a tombstone, and its next turn starts empty as the deletion asked.
+            state = self._with_imported(state, request.imported)
         started = time.perf_counter()
         streamed = self._streamed_turn(context, request)
         committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes, streamed=streamed)
@@ -189,6 +196,15 @@ class ConversationEntity:
         write_raw_state(context, text)
         context.set_result(run_result(committed, turn_id, reply=request.reply))
         self._record_telemetry(state, committed, context.entity_key, turn_id, text, time.perf_counter() - started)
+
+    def _with_imported(self, state: StoredState, imported: ImportedConversation) -> StoredState:
+        """A new conversation holding the imported messages, checked against the schema like any stored state.
+
+        Raises:
+            StateCorruptError: a record does not match the schema (nothing is written).
+        """
+        source = {**imported.source, "at": self.clock.now_ms()}
+        return decode_state({**state, MESSAGES_KEY: list(imported.messages), IMPORTED_FROM_KEY: source})
 
     def _receipts(self, turn_id: str | None) -> Receipts:
         return Receipts(max_records=self.max_turn_records, protected_turn=turn_id)

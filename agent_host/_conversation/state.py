@@ -26,7 +26,8 @@ from .._retention_settings import RetentionSettings
 # retention and delete requests are acknowledged by id (`appliedChanges`); retries of an Idempotency-Key no longer
 # write alias records (upgraded: their ids count as expired).
 # Version 4: a turn record may say its answer is the structured output the turn asked for (`structured`), so a
-# later read shows its parsed value; older code would refuse such a record, so the version says so.
+# later read shows its parsed value; a conversation imported from agent-framework-azurefunctions says where from
+# (`importedFrom`). Older code would refuse either, so the version says so.
 # Versions 1 to 3 are upgraded on read.
 SCHEMA_VERSION = 4
 
@@ -50,6 +51,8 @@ APPLIED_CHANGES_KEY = "appliedChanges"
 STATE_BYTES_KEY = "stateBytes"
 # A turn receipt's mark that its answer is structured output (JSON that matched the turn's responseFormat).
 STRUCTURED_KEY = "structured"
+# Where a conversation's first messages came from when it was imported from agent-framework-azurefunctions.
+IMPORTED_FROM_KEY = "importedFrom"
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
 MAX_APPLIED_CHANGES = 16
 
@@ -174,6 +177,17 @@ class DeletedRecord(_StateModel):
     turns: list[str] = Field(default_factory=list, description="Ids of the turns the deletion removed.")
 
 
+class ImportRecord(_StateModel):
+    """Where an imported conversation's first messages came from (agent-framework-azurefunctions' entity)."""
+
+    entity: str = Field(description="The published host's entity name (`dafx-{agent}`); the key is the same id.")
+    schema_version: str = Field(description="The schema version of the state imported.")
+    entries: int = Field(description="Request and response entries the published state held.")
+    messages: int = Field(description="Messages imported.")
+    skipped: int = Field(description="Messages and contents left out (failed turns, reasoning, usage, unknown types).")
+    at: int = Field(description="When the import happened, milliseconds since the Unix epoch.")
+
+
 class ConversationState(_StateModel):
     """Everything one conversation entity stores."""
 
@@ -198,6 +212,9 @@ class ConversationState(_StateModel):
     deleted: DeletedRecord | None = Field(default=None, description="Present when the conversation was deleted.")
     applied_changes: list[str] = Field(
         default_factory=list, description="Ids of the latest retention and delete requests applied, oldest first."
+    )
+    imported_from: ImportRecord | None = Field(
+        default=None, description="Present when the conversation was imported from agent-framework-azurefunctions."
     )
 
 

@@ -26,6 +26,7 @@ from .._conversation.state import (
     AGENT_KEY,
     CAPACITY_ERROR_KEY,
     CREATED_AT_KEY,
+    IMPORTED_FROM_KEY,
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
@@ -131,4 +132,6 @@ def render_conversation(agent: AgentRoute, conversation_id: str, state: StoredSt
     }
     if state.get(CAPACITY_ERROR_KEY):
         body["capacityError"] = state[CAPACITY_ERROR_KEY]
+    if state.get(IMPORTED_FROM_KEY):
+        body["importedFrom"] = {**state[IMPORTED_FROM_KEY], "at": iso_time(state[IMPORTED_FROM_KEY]["at"])}
     return body

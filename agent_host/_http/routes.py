@@ -65,6 +65,7 @@ from .._streaming.channel import TurnStreamStore
 from .._turn_options import contents_bytes
 from .durable_client import ConversationClient
 from .event_stream import EventStreamResponse, RouteResponse
+from .published_import import history_to_import
 from .rendering import render_conversation, render_message, render_pending, render_turn
 from .requests import (
     TEXT_MEDIA_TYPE,
@@ -220,6 +221,9 @@ class Routes:
             check_answers({item["id"]: item for item in pending}, payload["approvals"])
         turn_id = new_turn_id(self._clock.now_ms(), key)
         operation = {"turnId": turn_id, **payload}
+        imported = await history_to_import(client, agent, conversation_id, self._clock.now_ms())
+        if imported is not None:
+            operation["imported"] = imported
         if events or request.stream:
             operation["stream"] = True
         await conversations.signal(conversation_id, RUN_OPERATION, operation)

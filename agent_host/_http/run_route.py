@@ -33,6 +33,7 @@ from .._expiry.starter import TurnExpiry
 from .._settings import HostSettings
 from .._structured_output import response_format_of
 from .durable_client import ConversationClient
+from .published_import import history_to_import
 from .rendering import agent_response
 from .requests import JSON_MEDIA_TYPE, body_text, is_json_type, json_object, media_type
 
@@ -218,7 +219,11 @@ async def run_compat(
     request = parse_run_request(req, settings)
     conversations = ConversationClient(client, agent.entity_name)
     turn_id = new_turn_id(clock.now_ms())
-    await conversations.signal(request.session_id, RUN_OPERATION, request.operation(turn_id))
+    operation = request.operation(turn_id)
+    imported = await history_to_import(client, agent, request.session_id, clock.now_ms())
+    if imported is not None:
+        operation["imported"] = imported
+    await conversations.signal(request.session_id, RUN_OPERATION, operation)
     expiry = TurnExpiry(client, agent, request.session_id, clock)
     agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
     turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"

@@ -39,6 +39,7 @@ from .._errors import (
 )
 from .._expiry.starter import TurnExpiry
 from .._http.durable_client import ConversationClient
+from .._http.published_import import history_to_import
 from .._settings import HostSettings
 from .arguments import idempotency_key_argument, require_size_within, text_argument, tool_arguments
 from .results import answer_result, error_result, pending_result
@@ -165,6 +166,9 @@ async def _run_turn(
             return _settled(agent, call, state, earlier[0], digest)
     turn_id = new_turn_id(clock.now_ms(), call.idempotency_key)
     operation = {"turnId": turn_id, **payload, "idempotencyKey": call.idempotency_key, "requestHash": digest}
+    imported = await history_to_import(client, agent, call.session_id, clock.now_ms())
+    if imported is not None:
+        operation["imported"] = imported
     await conversations.signal(call.session_id, RUN_OPERATION, operation)
     expiry = TurnExpiry(client, agent, call.session_id, clock)
     state = await conversations.wait_for_turn(call.session_id, turn_id, waited)
