@@ -54,3 +54,16 @@ def test_a_deleted_conversation_does_not_take_the_import() -> None:
 
     assert "importedFrom" not in state
     assert [m["text"] for m in state["messages"]] == ["Hello.", "reply 2: Hello."]
+
+
+def test_an_import_over_a_keep_all_budget_is_kept_and_the_turn_refused() -> None:
+    # Nothing is dropped to make it fit: keep_all never deletes; the turn says why it cannot run.
+    long = [{"id": f"corr-{n}.q0", "role": "user", "text": "x" * 400, "at": n} for n in range(20)]
+    app = build_app()
+    app.add_agent(make_agent(ScriptedChatClient()), retention_mode="keep_all", max_state_bytes=4096)
+    driver = driver_for(app, "assistant")
+
+    state = run(driver, "t1", imported={**IMPORTED, "messages": long})
+
+    assert state["turns"]["t1"]["error"]["code"] == "state_capacity_exceeded"
+    assert [m["id"] for m in state["messages"]] == [m["id"] for m in long]
