@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_local_settings(Path.cwd() / "local.settings.json")
+    name_website_host(os.environ, args.host, args.port)
     turn_on_unless_set(os.environ)  # the inspector is on under serve unless AGENT_HOST_INSPECTOR says otherwise
     use_local_stream_store(args.state_dir)
     # Read after local.settings.json is applied, so the setting works from there too; empty means no key.
@@ -76,6 +77,13 @@ def load_local_settings(path: Path) -> None:
     values: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")).get("Values", {})
     for name, value in values.items():
         os.environ.setdefault(name, str(value))
+
+
+def name_website_host(environ: Any, host: str, port: int) -> None:
+    """Set `WEBSITE_HOSTNAME` to where serve listens unless it is set (Azure sets it to the app's host name), so a
+    workflow executor's `WorkflowHitlContext` builds respond URLs that reach this host. A port of 0 is not known yet."""
+    if port:
+        environ.setdefault("WEBSITE_HOSTNAME", f"{host}:{port}")
 
 
 def use_local_stream_store(state_dir: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from agent_framework._workflows._events import WorkflowEvent
 
 from agent_host import WorkflowHitlContext
+from agent_host.__main__ import name_website_host
 from agent_host._workflows.activity import HostedRunnerContext
 from agent_host._workflows.hitl_context import route_prefix
 
@@ -98,3 +99,17 @@ def test_pending_request_id_is_the_newest_request_the_executor_made() -> None:
     assert asyncio.run(WorkflowHitlContext.pending_request_id(Executor(runner))) == "second"
     assert asyncio.run(WorkflowHitlContext.pending_request_id(Executor(HostedRunnerContext(None)))) is None
     assert asyncio.run(WorkflowHitlContext.pending_request_id(object())) is None
+
+
+def test_serve_names_its_own_address_as_the_website_host_unless_one_is_set() -> None:
+    unset: dict[str, str] = {}
+    azure = {"WEBSITE_HOSTNAME": "myapp.azurewebsites.net"}
+    ephemeral: dict[str, str] = {}
+
+    name_website_host(unset, "127.0.0.1", 7071)
+    name_website_host(azure, "127.0.0.1", 7071)
+    name_website_host(ephemeral, "127.0.0.1", 0)
+
+    assert unset == {"WEBSITE_HOSTNAME": "127.0.0.1:7071"}
+    assert azure == {"WEBSITE_HOSTNAME": "myapp.azurewebsites.net"}
+    assert ephemeral == {}
