@@ -82,8 +82,8 @@ def load_local_settings(path: Path) -> None:
 def name_website_host(environ: Any, host: str, port: int) -> None:
     """Set `WEBSITE_HOSTNAME` to where serve listens unless it is set (Azure sets it to the app's host name), so a
     workflow executor's `WorkflowHitlContext` builds respond URLs that reach this host. A port of 0 is not known yet."""
-    if port:
-        environ.setdefault("WEBSITE_HOSTNAME", f"{host}:{port}")
+    if port and not environ.get("WEBSITE_HOSTNAME"):
+        environ["WEBSITE_HOSTNAME"] = f"{host}:{port}"
 
 
 def use_local_stream_store(state_dir: Path) -> None:

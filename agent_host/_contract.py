@@ -154,6 +154,11 @@ def _check_timeout(value: float | None, info: ValidationInfo) -> float | None:
     return value
 
 
+def _check_response_format(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A response format as core's chat-style form, checked (`_structured_output.response_format_of`)."""
+    return None if value is None else response_format_of(value)
+
+
 class TurnRequest(WireModel):
     """Body of `POST .../turns`: a message (text or contents), answers to pending approvals, or both; how long to
     wait; and what the turn asks of the model: structured output, chat options."""
@@ -188,11 +193,7 @@ class TurnRequest(WireModel):
     options: dict[str, Any] | None = None
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
-
-    @field_validator("response_format")
-    @classmethod
-    def _checked_response_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if value is None else response_format_of(value)
+    _response_format = field_validator("response_format")(_check_response_format)
 
     @field_validator("options")
     @classmethod
@@ -342,10 +343,7 @@ class RunOperation(BaseModel):
             raise ValueError("send the response format once: as responseFormat, not also in options")
         return self
 
-    @field_validator("response_format")
-    @classmethod
-    def _checked_response_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if value is None else response_format_of(value)
+    _response_format = field_validator("response_format")(_check_response_format)
 
     @field_validator("contents")
     @classmethod

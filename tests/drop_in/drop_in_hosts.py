@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 from hosting import Reply, RunningHost
 
 
@@ -20,6 +21,22 @@ def serving(app_factory: Callable[[], Any], state_dir: Path) -> Iterator[Running
         yield running
     finally:
         running.stop()
+
+
+def module_host(app_factory: Callable[[], Any]) -> Any:
+    """A module-scoped fixture serving the app on a local host for all the module's tests."""
+
+    @pytest.fixture(scope="module")
+    def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
+        with serving(app_factory, tmp_path_factory.mktemp("host")) as running:
+            yield running
+
+    return host
+
+
+def run_agent(host: RunningHost, agent: str, body: Any, **kwargs: Any) -> Reply:
+    """A `/run` request as the published host's clients send it."""
+    return host.request("POST", f"/api/agents/{agent}/run", body, **kwargs)
 
 
 def path_of(url: str) -> str:

@@ -34,6 +34,12 @@ def status_url(req: func.HttpRequest, route: str, instance_id: str) -> str:
     return f"{req.url.split('/api/', 1)[0]}/api/{route}/status/{instance_id}"
 
 
+def started(req: func.HttpRequest, route: str, instance_id: str, message: str, **fields: Any) -> func.HttpResponse:
+    """202 with the samples' start answer: what started, the instance, and where to read its status."""
+    uri = status_url(req, route, instance_id)
+    return answer(202, {"message": message, **fields, "instanceId": instance_id, "statusQueryGetUri": uri})
+
+
 def status_body(status: df.DurableOrchestrationStatus) -> dict[str, Any]:
     """An instance's status as the samples' status routes show it."""
     body: dict[str, Any] = {
@@ -83,14 +89,7 @@ def chaining_app() -> AgentFunctionApp:
     @app.durable_client_input(client_name="client")
     async def start_single_agent(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         instance_id = await client.start_new("single_agent_orchestration")
-        return answer(
-            202,
-            {
-                "message": "Single-agent orchestration started.",
-                "instanceId": instance_id,
-                "statusQueryGetUri": status_url(req, "singleagent", instance_id),
-            },
-        )
+        return started(req, "singleagent", instance_id, "Single-agent orchestration started.")
 
     add_status_route(app, "singleagent")
     return app
@@ -129,15 +128,7 @@ def concurrency_app() -> AgentFunctionApp:
         if not prompt:
             return answer(400, {"error": "Prompt is required"})
         instance_id = await client.start_new("multi_agent_concurrent_orchestration", client_input=prompt)
-        return answer(
-            202,
-            {
-                "message": "Multi-agent concurrent orchestration started.",
-                "prompt": prompt,
-                "instanceId": instance_id,
-                "statusQueryGetUri": status_url(req, "multiagent", instance_id),
-            },
-        )
+        return started(req, "multiagent", instance_id, "Multi-agent concurrent orchestration started.", prompt=prompt)
 
     add_status_route(app, "multiagent")
     return app
@@ -208,14 +199,8 @@ def conditionals_app() -> AgentFunctionApp:
         except ValidationError as exc:
             return answer(400, {"error": f"Invalid email payload: {exc.error_count()} problem(s)."})
         instance_id = await client.start_new("spam_detection_orchestration", client_input=email.model_dump())
-        return answer(
-            202,
-            {
-                "message": "Spam detection orchestration started.",
-                "emailId": email.email_id,
-                "instanceId": instance_id,
-                "statusQueryGetUri": status_url(req, "spamdetection", instance_id),
-            },
+        return started(
+            req, "spamdetection", instance_id, "Spam detection orchestration started.", emailId=email.email_id
         )
 
     add_status_route(app, "spamdetection")
@@ -312,15 +297,7 @@ def hitl_app(clock: ManualClock) -> AgentFunctionApp:
         except ValidationError:
             return answer(400, {"error": 'Send {"topic": "..."}: the topic is required.'})
         instance_id = await client.start_new("content_generation_hitl_orchestration", client_input=request.model_dump())
-        return answer(
-            202,
-            {
-                "message": "HITL content generation orchestration started.",
-                "topic": request.topic,
-                "instanceId": instance_id,
-                "statusQueryGetUri": status_url(req, "hitl", instance_id),
-            },
-        )
+        return started(req, "hitl", instance_id, "HITL content generation orchestration started.", topic=request.topic)
 
     @app.route(route="hitl/approve/{instanceId}", methods=["POST"])
     @app.durable_client_input(client_name="client")

@@ -52,6 +52,11 @@ class EmailResponse(BaseModel):
     response: str
 
 
+def structured_agent(client: Any, instructions: str, name: str, result: type[BaseModel]) -> Agent:
+    """An agent whose every answer is structured output of `result` (`default_options`, as the samples set it)."""
+    return Agent(client, instructions, name=name, default_options={"response_format": result})
+
+
 # 09 workflow_shared_state -------------------------------------------------------------------------------------------
 
 
@@ -113,18 +118,10 @@ def is_spam(expected: bool) -> Any:
 
 
 def shared_state_app() -> AgentFunctionApp:
-    detector = Agent(
-        ScriptedChatClient(spam_filter),
-        "You detect spam.",
-        name="spam_detection_agent",
-        default_options={"response_format": DetectionResultAgent},
+    detector = structured_agent(
+        ScriptedChatClient(spam_filter), "You detect spam.", "spam_detection_agent", DetectionResultAgent
     )
-    assistant = Agent(
-        OfflineChatClient(),
-        "You answer emails.",
-        name="email_assistant_agent",
-        default_options={"response_format": EmailResponse},
-    )
+    assistant = structured_agent(OfflineChatClient(), "You answer emails.", "email_assistant_agent", EmailResponse)
     workflow = (
         WorkflowBuilder(
             name="email_triage_shared_state", start_executor=store_email, output_from=[handle_spam, finalize_and_send]
@@ -177,18 +174,8 @@ class EmailSenderExecutor(Executor):
 
 
 def no_shared_state_app(spam_client: ScriptedChatClient) -> AgentFunctionApp:
-    spam_agent = Agent(
-        spam_client,
-        "You detect spam.",
-        name="SpamDetectionAgent",
-        default_options={"response_format": SpamDetectionResult},
-    )
-    email_agent = Agent(
-        OfflineChatClient(),
-        "You answer emails.",
-        name="EmailAssistantAgent",
-        default_options={"response_format": EmailResponse},
-    )
+    spam_agent = structured_agent(spam_client, "You detect spam.", "SpamDetectionAgent", SpamDetectionResult)
+    email_agent = structured_agent(OfflineChatClient(), "You answer emails.", "EmailAssistantAgent", EmailResponse)
     spam_handler = SpamHandlerExecutor(id="spam_handler")
     email_sender = EmailSenderExecutor(id="email_sender")
     workflow = (
@@ -306,13 +293,9 @@ class FinalReportExecutor(Executor):
 
 def parallel_app() -> AgentFunctionApp:
     client = OfflineChatClient()
-
-    def analyst(name: str, instructions: str, result: type[BaseModel]) -> Agent:
-        return Agent(client, instructions, name=name, default_options={"response_format": result})
-
-    sentiment = analyst("SentimentAnalysisAgent", "You judge the tone of a text.", SentimentResult)
-    keywords = analyst("KeywordExtractionAgent", "You list a text's keywords.", KeywordResult)
-    summary = analyst("SummaryAgent", "You summarize analyses.", SummaryResult)
+    sentiment = structured_agent(client, "You judge the tone of a text.", "SentimentAnalysisAgent", SentimentResult)
+    keywords = structured_agent(client, "You list a text's keywords.", "KeywordExtractionAgent", KeywordResult)
+    summary = structured_agent(client, "You summarize analyses.", "SummaryAgent", SummaryResult)
     final_report = FinalReportExecutor(id="final_report")
     workflow = (
         WorkflowBuilder(name="parallel_review", start_executor=input_router)
@@ -470,11 +453,8 @@ class PublishExecutor(Executor):
 
 
 def hitl_app() -> AgentFunctionApp:
-    analyzer = Agent(
-        OfflineChatClient(),
-        "You review content for a community site.",
-        name="ContentAnalyzerAgent",
-        default_options={"response_format": ContentAnalysisResult},
+    analyzer = structured_agent(
+        OfflineChatClient(), "You review content for a community site.", "ContentAnalyzerAgent", ContentAnalysisResult
     )
     router = InputRouterExecutor(id="input_router")
     analysis = ContentAnalyzerExecutor(id="content_analyzer_executor")

@@ -8,24 +8,14 @@ that recalls a fact, plain-text requests, the session in the query, and requests
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from drop_in_agents import single_agent_app
-from drop_in_hosts import path_of, poll, serving
+from drop_in_hosts import module_host, path_of, poll, run_agent
 from hosting import RunningHost
 
-
-def run(host: RunningHost, agent: str, body: Any, **kwargs: Any) -> Any:
-    """A `/run` request as the sample's clients send it."""
-    return host.request("POST", f"/api/agents/{agent}/run", body, **kwargs)
-
-
-@pytest.fixture(scope="module")
-def joker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    with serving(single_agent_app, tmp_path_factory.mktemp("01")) as running:
-        yield running
+joker = module_host(single_agent_app)
 
 
 def test_01_health_is_healthy_and_lists_the_agent(joker: RunningHost) -> None:
@@ -40,8 +30,8 @@ def test_01_health_is_healthy_and_lists_the_agent(joker: RunningHost) -> None:
 
 
 def test_01_a_session_recalls_the_codename_across_turns(joker: RunningHost) -> None:
-    first = run(joker, "Joker", {"message": "My project codename is BLUEHERON.", "session_id": "codename-1"})
-    second = run(joker, "Joker", {"message": "What is my project codename?", "session_id": "codename-1"})
+    first = run_agent(joker, "Joker", {"message": "My project codename is BLUEHERON.", "session_id": "codename-1"})
+    second = run_agent(joker, "Joker", {"message": "What is my project codename?", "session_id": "codename-1"})
 
     assert (first.status, second.status) == (200, 200)
     assert second.json()["status"] == "success"
@@ -54,15 +44,15 @@ def test_01_a_session_recalls_the_codename_across_turns(joker: RunningHost) -> N
 
 def test_01_the_camel_case_session_id_of_the_demo_http_continues_the_conversation(joker: RunningHost) -> None:
     # The sample's demo.http sends sessionId; that host's 1.0.0b260922 ignores it and starts a new conversation.
-    run(joker, "Joker", {"message": "My favourite joke is the one about the duck.", "sessionId": "session-001"})
-    second = run(joker, "Joker", {"message": "What is my favourite joke?", "sessionId": "session-001"})
+    run_agent(joker, "Joker", {"message": "My favourite joke is the one about the duck.", "sessionId": "session-001"})
+    second = run_agent(joker, "Joker", {"message": "What is my favourite joke?", "sessionId": "session-001"})
 
     assert second.json()["session_id"] == "session-001"
     assert second.json()["response"] == "[offline model] Your favourite joke is the one about the duck."
 
 
 def test_01_a_plain_text_request_gets_a_plain_text_answer_with_the_session_header(joker: RunningHost) -> None:
-    reply = run(joker, "Joker", None, headers={"Content-Type": "text/plain"}, raw=b"Tell me a joke.")
+    reply = run_agent(joker, "Joker", None, headers={"Content-Type": "text/plain"}, raw=b"Tell me a joke.")
 
     assert reply.status == 200
     assert reply.headers["content-type"].startswith("text/plain")
@@ -90,7 +80,7 @@ def test_01_the_session_in_the_query_is_the_answers_session_header(joker: Runnin
     ],
 )
 def test_01_not_waiting_answers_202_accepted(joker: RunningHost, body: dict[str, Any], headers: dict[str, str]) -> None:
-    reply = run(joker, "Joker", {**body, "session_id": "later-1"}, headers=headers)
+    reply = run_agent(joker, "Joker", {**body, "session_id": "later-1"}, headers=headers)
 
     assert reply.status == 202
     assert {key: reply.json()[key] for key in ("response", "message", "session_id", "status")} == {

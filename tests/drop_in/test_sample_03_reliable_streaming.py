@@ -8,18 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from drop_in_agents import END_OF_STREAM, REDIS_URL_SETTING, streaming_app
-from drop_in_hosts import path_of, poll, serving
+from drop_in_hosts import path_of, poll, run_agent, serving
 from hosting import RunningHost
 from streaming_stores.backing_services import ServiceUnavailableError, running_redis
-
-
-def run(host: RunningHost, agent: str, body: Any, **kwargs: Any) -> Any:
-    """A `/run` request as the sample's clients send it."""
-    return host.request("POST", f"/api/agents/{agent}/run", body, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +62,7 @@ def test_03_the_callback_streams_the_answer_to_redis_and_the_route_reads_it_back
 
 
 def test_03_a_cursor_resumes_the_stream_after_the_entry_it_names(streaming: RunningHost) -> None:
-    reply = run(streaming, "TravelPlanner", {"message": "Plan a day in Porto.", "session_id": "porto-1"})
+    reply = run_agent(streaming, "TravelPlanner", {"message": "Plan a day in Porto.", "session_id": "porto-1"})
     first = sse_events(streaming.request("GET", "/api/agent/stream/porto-1").body.decode())
 
     after = sse_events(streaming.request("GET", f"/api/agent/stream/porto-1?cursor={first[1][0]}").body.decode())

@@ -4,20 +4,14 @@ sample's own routes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from drop_in_hosts import path_of, poll, serving
+from drop_in_hosts import module_host, path_of, poll
 from drop_in_orchestrations import chaining_app
 from hosting import RunningHost
 
 OFFLINE = "[offline model]"
 
 
-@pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    with serving(chaining_app, tmp_path_factory.mktemp("04")) as running:
-        yield running
+host = module_host(chaining_app)
 
 
 def test_04_the_second_turn_refines_the_first_in_the_same_conversation(host: RunningHost) -> None:

@@ -4,20 +4,14 @@ routes, as the app's `enable_http_endpoints=False` and `add_agent(enable_http_en
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from drop_in_hosts import path_of, poll, serving
+from drop_in_hosts import module_host, path_of, poll
 from drop_in_orchestrations import concurrency_app
 from hosting import RunningHost
 
 TEXT = {"Content-Type": "text/plain"}
 
 
-@pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    with serving(concurrency_app, tmp_path_factory.mktemp("05")) as running:
-        yield running
+host = module_host(concurrency_app)
 
 
 def test_05_both_agents_answer_the_prompt_at_once(host: RunningHost) -> None:

@@ -4,19 +4,13 @@ model, `.value` read in the orchestration) decides which activity runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from drop_in_hosts import path_of, poll, serving
+from drop_in_hosts import module_host, path_of, poll
 from drop_in_orchestrations import conditionals_app
 from hosting import RunningHost
 
-
-@pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    with serving(conditionals_app, tmp_path_factory.mktemp("06")) as running:
-        yield running
+host = module_host(conditionals_app)
 
 
 def finished(host: RunningHost, email: dict[str, Any]) -> Any:

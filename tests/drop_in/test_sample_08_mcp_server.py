@@ -7,22 +7,16 @@ official MCP client lists and calls the tools and continues a conversation by `s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import mcp.types as types
-import pytest
 from drop_in_agents import mcp_app
-from drop_in_hosts import serving
+from drop_in_hosts import module_host
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-
-@pytest.fixture(scope="module")
-def advisors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    with serving(mcp_app, tmp_path_factory.mktemp("08")) as running:
-        yield running
+advisors = module_host(mcp_app)
 
 
 def with_mcp(host: RunningHost, calls: list[tuple[str, dict[str, Any]]]) -> tuple[types.ListToolsResult, list[Any]]:

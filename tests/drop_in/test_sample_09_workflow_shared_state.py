@@ -4,11 +4,10 @@ the spam handler or the email assistant. The published routes show only what `ou
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from drop_in_hosts import path_of, poll, serving
+from drop_in_hosts import module_host, path_of, poll
 from drop_in_workflows import shared_state_app
 from hosting import RunningHost
 
@@ -16,10 +15,7 @@ RUN = "/api/workflow/email_triage_shared_state/run"
 SPAM = "URGENT! You have won $1,000,000! Click here now!"
 
 
-@pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    with serving(shared_state_app, tmp_path_factory.mktemp("09")) as running:
-        yield running
+host = module_host(shared_state_app)
 
 
 def completed(host: RunningHost, started: Any) -> Any:

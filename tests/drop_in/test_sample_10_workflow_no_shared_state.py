@@ -6,22 +6,17 @@ published routes show only what the non-agent executors yielded, ours keep core'
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from conftest import ScriptedChatClient
-from drop_in_hosts import path_of, poll, serving
+from drop_in_hosts import module_host, path_of, poll
 from drop_in_workflows import no_shared_state_app, spam_filter
 from hosting import RunningHost
 
 SPAM_MODEL = ScriptedChatClient(spam_filter)
 
 
-@pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    with serving(lambda: no_shared_state_app(SPAM_MODEL), tmp_path_factory.mktemp("10")) as running:
-        yield running
+host = module_host(lambda: no_shared_state_app(SPAM_MODEL))
 
 
 def finished(host: RunningHost, email: dict[str, Any]) -> Any:

@@ -6,20 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 
-import pytest
-from drop_in_hosts import path_of, poll, serving
+from drop_in_hosts import module_host, path_of, poll
 from drop_in_workflows import DocumentInput, parallel_app
 from hosting import RunningHost
 
 DOCUMENT = {"document_id": "doc-001", "content": "The quarterly earnings report shows 25% growth.\nRevenue rose."}
 
 
-@pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    with serving(parallel_app, tmp_path_factory.mktemp("11")) as running:
-        yield running
+host = module_host(parallel_app)
 
 
 def test_11_the_report_is_the_one_core_writes_in_process(host: RunningHost) -> None:

@@ -103,13 +103,14 @@ def test_pending_request_id_is_the_newest_request_the_executor_made() -> None:
 
 def test_serve_names_its_own_address_as_the_website_host_unless_one_is_set() -> None:
     unset: dict[str, str] = {}
+    empty = {"WEBSITE_HOSTNAME": ""}  # as the local.settings.json template has it
     azure = {"WEBSITE_HOSTNAME": "myapp.azurewebsites.net"}
     ephemeral: dict[str, str] = {}
 
-    name_website_host(unset, "127.0.0.1", 7071)
-    name_website_host(azure, "127.0.0.1", 7071)
+    for environ in (unset, empty, azure):
+        name_website_host(environ, "127.0.0.1", 7071)
     name_website_host(ephemeral, "127.0.0.1", 0)
 
-    assert unset == {"WEBSITE_HOSTNAME": "127.0.0.1:7071"}
+    assert unset == empty == {"WEBSITE_HOSTNAME": "127.0.0.1:7071"}
     assert azure == {"WEBSITE_HOSTNAME": "myapp.azurewebsites.net"}
     assert ephemeral == {}
