@@ -34,7 +34,12 @@ from ._settings import HostSettings, chat_client_from_settings
 from ._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from ._streaming.channel import StreamEvent, TurnStreamStore
 from ._streaming.store_errors import StreamStoreNotConfiguredError, StreamStoreUnavailableError
+from ._workflows.hitl_context import WorkflowHitlContext
 from ._workflows.registration import WorkflowRetryPolicy
+
+# The package ships inside the function app's folder rather than installed, so the version is written here; a test
+# keeps it equal to pyproject.toml's.
+__version__ = "0.1.0"
 
 __all__ = [
     "AgentCallbackContext",
@@ -72,6 +77,7 @@ __all__ = [
     "TurnStreamStore",
     "UnknownApprovalError",
     "UnsupportedMediaTypeError",
+    "WorkflowHitlContext",
     "WorkflowNotFoundError",
     "WorkflowRetryPolicy",
     "chat_client_from_settings",

@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_local_settings(Path.cwd() / "local.settings.json")
+    name_website_host(os.environ, args.host, args.port)
     turn_on_unless_set(os.environ)  # the inspector is on under serve unless AGENT_HOST_INSPECTOR says otherwise
     # A failed turn says why under serve (secrets taken out), unless AGENT_HOST_TURN_ERROR_DETAILS says otherwise.
     turn_switch_on_unless_set(os.environ, TURN_ERROR_DETAILS_SETTING)
@@ -148,6 +149,13 @@ def read_json_object(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         fail(f"{path} must hold a JSON object ({{...}}), not {type(document).__name__}.")
     return document
+
+
+def name_website_host(environ: Any, host: str, port: int) -> None:
+    """Set `WEBSITE_HOSTNAME` to where serve listens unless it is set (Azure sets it to the app's host name), so a
+    workflow executor's `WorkflowHitlContext` builds respond URLs that reach this host. A port of 0 is not known yet."""
+    if port and not environ.get("WEBSITE_HOSTNAME"):
+        environ["WEBSITE_HOSTNAME"] = f"{host}:{port}"
 
 
 def use_local_stream_store(state_dir: Path) -> None:

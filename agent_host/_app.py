@@ -7,8 +7,10 @@ Registration only: every HTTP function is one call into a route handler (`_http/
 from __future__ import annotations
 
 import datetime
+import logging
+import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -26,7 +28,7 @@ from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
 from ._http.conversation_list import ConversationListRoute
-from ._http.routes import Routes
+from ._http.routes import HealthRoute, Routes
 from ._http.workflow_routes import WorkflowRoutes
 from ._inspector.routes import InspectorRoutes
 from ._inspector.settings import inspector_from_settings
@@ -41,6 +43,7 @@ from ._mcp import (
     workflow_tool,
 )
 from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
+from ._published_state import published_entity_name
 from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
 from ._streaming.callbacks import AgentResponseCallbackProtocol
@@ -48,9 +51,14 @@ from ._streaming.channel import TurnStreamStore
 from ._streaming.selection import stream_store_from_settings
 from ._streaming.store_source import StreamStoreSource
 from ._workflows.contract import WorkflowRoute
-from ._workflows.functions import WorkflowFunctions
+from ._workflows.functions import WorkflowFunctions, with_sub_workflows
 from ._workflows.registration import WorkflowRetryPolicy
 
+logger = logging.getLogger("agent_host.app")
+
+# agent-framework-azurefunctions' defaults: a `/run` waits up to 30 x 1 s for its answer.
+DEFAULT_MAX_POLL_RETRIES = 30
+DEFAULT_POLL_INTERVAL_SECONDS = 1.0
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 CONVERSATION_ROUTE = "agents/{agent}/conversations/{conversationId}"
 # Every route takes every method, so the app itself answers a wrong one: 405 with an honest Allow (or, for
@@ -71,20 +79,33 @@ class AgentFunctionApp(df.DFApp):
 
     Each agent gets one entity function whose key is the conversation id; the HTTP routes signal that
     entity and read the turn's result back. The agents are used as they are: each turn runs on a shallow
-    copy, so the objects passed in are never mutated.
+    copy, so the objects passed in are never mutated. The positional parameters are those of
+    agent-framework-azurefunctions' `AgentFunctionApp`, with the same meaning (docs/migrating.md).
 
     Args:
         agents: The agents to host. Each needs a unique `name` (letters, digits, `_`, `-`).
+        workflow: One Agent Framework workflow to host (the same as `workflows=[workflow]`; both may be given).
+        workflows: Workflows to host, a list or a `{Workflow.name: workflow}` mapping, each under
+            `/api/workflows/{Workflow.name}/...` (see `add_workflow`).
         http_auth_level: Authorization level of every route except `/health` (function keys by default).
+        enable_health_check: Serve `GET /api/health`.
+        enable_http_endpoints: Serve the agents' `/api/agents/{name}/...` routes; `add_agent(...,
+            enable_http_endpoint=...)` decides per agent. An agent without them is still callable from orchestrations
+            and as an MCP tool.
+        max_poll_retries: With `poll_interval_seconds`, how long `POST /api/agents/{name}/run` and an agent's MCP
+            tool call wait for the answer: `max_poll_retries * poll_interval_seconds` seconds (the host does not
+            poll at that interval; it reads the conversation with a short, growing one). When neither is given the
+            wait is `AGENT_HOST_WAIT_SECONDS` (30 s by default, the same as that host's 30 x 1 s).
+        poll_interval_seconds: See `max_poll_retries`.
+        enable_mcp_tool_trigger: Expose every agent and every workflow as an MCP tool (the Functions MCP
+            extension's `mcpToolTrigger`); `add_agent(...)` and `add_workflow(..., enable_mcp_tool_trigger=...)`
+            decide per agent and per workflow. See docs/mcp.md.
+        default_callback: Called with each update and the answer of every turn of agents without a callback of
+            their own, workflow agent nodes included (agent-framework-azurefunctions' callback protocol).
         settings: Limits and defaults; read from app settings when omitted.
         state_types: Classes your context providers keep in session state, registered so they come back as
             their classes after a cold start (core's own state types are registered for you).
         clock: Where wall-clock time comes from (records, TTLs, turn ids); the system clock by default.
-        enable_mcp_tool_trigger: Expose every agent and every workflow as an MCP tool (the Functions MCP
-            extension's `mcpToolTrigger`); `add_agent(...)` and `add_workflow(..., enable_mcp_tool_trigger=...)`
-            decide per agent and per workflow. See docs/mcp.md.
-        workflows: Agent Framework workflows to host, each under `/api/workflows/{Workflow.name}/...` (see
-            `add_workflow`).
         inspector: Serve the inspector page at `/api/inspector` (behind the function key like every route); None
             reads the `AGENT_HOST_INSPECTOR` app setting (off unless set; `python -m agent_host serve` sets it).
             See docs/inspector.md.
@@ -93,46 +114,67 @@ class AgentFunctionApp(df.DFApp):
             sent as they are produced; without, an event stream is sent whole when it ends. See docs/streaming.md.
         stream_store: Where turn streams live; by default the store the app settings name, resolved when first
             needed (`python -m agent_host serve` names a local one).
-        default_callback: Called with each update and the answer of every turn of agents without a callback of
-            their own (agent-framework-azurefunctions' callback protocol).
+        import_published: On the first turn here of a conversation agent-framework-azurefunctions kept (its
+            `dafx-{agent}` entity under the same id), start from its history (docs/migrating.md). The published
+            entity is only read.
 
     Raises:
-        ValueError: an agent has no name, an invalid one, or one already registered; a workflow cannot be hosted.
+        ValueError: an agent has no name, an invalid one, or one already registered for another agent; a workflow
+            cannot be hosted, or a `workflows` key is not its workflow's name; `max_poll_retries` or
+            `poll_interval_seconds` is not a positive number.
         ImportError: `http_streams` without azurefunctions-extensions-http-fastapi installed.
     """
 
     def __init__(
         self,
-        agents: Sequence[SupportsAgentRun] = (),
-        *,
+        agents: Sequence[SupportsAgentRun] | None = None,
+        workflow: Workflow | None = None,
+        workflows: Sequence[Workflow] | Mapping[str, Workflow] | None = None,
         http_auth_level: func.AuthLevel | str = func.AuthLevel.FUNCTION,
+        enable_health_check: bool = True,
+        enable_http_endpoints: bool = True,
+        max_poll_retries: int | None = None,
+        poll_interval_seconds: float | None = None,
+        enable_mcp_tool_trigger: bool = False,
+        default_callback: AgentResponseCallbackProtocol | None = None,
+        *,
         settings: HostSettings | None = None,
         state_types: Sequence[type] = (),
         clock: Clock = SYSTEM_CLOCK,
-        enable_mcp_tool_trigger: bool = False,
-        workflows: Sequence[Workflow] = (),
         inspector: bool | None = None,
         http_streams: bool = False,
         stream_store: TurnStreamStore | None = None,
-        default_callback: AgentResponseCallbackProtocol | None = None,
+        import_published: bool = False,
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
+        self.import_published = import_published
         self.clock = clock
+        self.enable_health_check = bool(enable_health_check)
+        self.enable_http_endpoints = bool(enable_http_endpoints)
         self.enable_mcp_tool_trigger = enable_mcp_tool_trigger
         self.mcp_tools = McpToolRegistry()
         register_state_types([*core_state_types(), *state_types])
         self.settings = settings or HostSettings.from_environment()
         CONVERSATION_CACHE.resize(self.settings.state_cache_mb * MB)
+        self.max_poll_retries, self.poll_interval_seconds, self._poll_wait = _poll_wait(
+            max_poll_retries, poll_interval_seconds, self.settings
+        )
         self.http_streams = http_streams
         self.default_callback = default_callback
         self._http_functions = _function_shape(http_streams)
         # Streams live about as long as the receipts they are deleted with (a Redis stream expires after this).
         ttl = self.settings.turn_record_ttl_seconds
         self._stream_store = StreamStoreSource(stream_store, lambda: stream_store_from_settings(ttl_seconds=ttl))
+        # Every agent an orchestration can call (workflow agent nodes too, as `{workflow}-{executorId}`), and the
+        # ones whose `/api/agents/{name}/...` routes are served.
         self._agent_routes: dict[str, AgentRoute] = {}
+        self._http_agent_routes: dict[str, AgentRoute] = {}
         self._entities: dict[str, ConversationEntity] = {}
         self._expiry = ExpiryFunctions(self)
-        self._register_routes(Routes(self._agent_routes, self.settings, clock, self._stream_store))
+        self._register_routes(
+            Routes(self._http_agent_routes, self.settings, clock, self._stream_store, run_wait=self._poll_wait),
+            health=HealthRoute(self._agent_routes, self._workflow_names) if self.enable_health_check else None,
+        )
         self._workflows = WorkflowFunctions(
             self,
             self._node_entity,
@@ -140,51 +182,75 @@ class AgentFunctionApp(df.DFApp):
             conversation_ttl_seconds=self.settings.conversation_ttl_seconds,
         )
         self._register_workflow_routes(WorkflowRoutes(self._workflows.routes, self.settings))
-        self._register_conversation_list(ConversationListRoute(self._agent_routes))
+        self._register_conversation_list(ConversationListRoute(self._http_agent_routes))
         self.inspector = inspector_from_settings() if inspector is None else inspector
         if self.inspector:
-            self._register_inspector(InspectorRoutes(self._agent_routes, self._workflows.routes))
-        for agent in agents:
+            self._register_inspector(InspectorRoutes(self._http_agent_routes, self._workflows.routes))
+        # Workflows first, then agents, as agent-framework-azurefunctions registers them.
+        for hosted in _workflows_to_host(workflow, workflows):
+            self.add_workflow(hosted)
+        for agent in agents or ():
             self.add_agent(agent)
-        for workflow in workflows:
-            self.add_workflow(workflow)
 
     @property
     def agents(self) -> dict[str, SupportsAgentRun]:
-        """The registered agents by name."""
+        """The agents registered with `add_agent`, by name (workflow agent nodes are not listed)."""
         return {name: entity.agent for name, entity in self._entities.items()}
+
+    @property
+    def workflows(self) -> dict[str, Workflow]:
+        """The hosted workflows by name (a copy)."""
+        return {name: route.workflow for name, route in self._workflows.routes.items()}
+
+    @property
+    def workflow(self) -> Workflow | None:
+        """The hosted workflow when exactly one is hosted, else None (as agent-framework-azurefunctions has it)."""
+        hosted = list(self._workflows.routes.values())
+        return hosted[0].workflow if len(hosted) == 1 else None
+
+    def _workflow_names(self) -> list[str]:
+        return list(self._workflows.routes)
 
     def add_agent(
         self,
         agent: SupportsAgentRun,
+        callback: AgentResponseCallbackProtocol | None = None,
+        enable_http_endpoint: bool | None = None,
+        enable_mcp_tool_trigger: bool | None = None,
         *,
+        entity_id: str | None = None,
         retention_mode: RetentionModeName | None = None,
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
-        enable_mcp_tool_trigger: bool | None = None,
-        callback: AgentResponseCallbackProtocol | None = None,
         conversation_ttl: datetime.timedelta | float | None = None,
     ) -> None:
         """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
 
+        Registering the same agent object under the same name again does nothing but log a warning (as
+        agent-framework-azurefunctions skips it); another agent under a taken name is refused.
+
         Args:
             agent: The agent; it needs a unique `name`.
+            callback: Called with each update and the answer of every turn of this agent (its turns then run
+                streaming); the app's `default_callback` otherwise.
+            enable_http_endpoint: Serve this agent's `/api/agents/{name}/...` routes; None follows the app's
+                `enable_http_endpoints`. Without them the agent answers 404 there but stays callable from
+                orchestrations and as an MCP tool.
+            enable_mcp_tool_trigger: Expose this agent as an MCP tool; None follows the app's setting.
+            entity_id: The name to register the agent under (routes, MCP tool, health) instead of `agent.name`.
             retention_mode: This agent's default retention mode (the app setting otherwise).
             max_state_bytes: This agent's default byte budget per conversation.
             state_types: Session state classes this agent's providers use (see `AgentFunctionApp`).
-            enable_mcp_tool_trigger: Expose this agent as an MCP tool; None follows the app's setting.
-            callback: Called with each update and the answer of every turn of this agent (its turns then run
-                streaming); the app's `default_callback` otherwise.
             conversation_ttl: How long this agent's conversations may stay idle before they are deleted (a
                 `timedelta` or seconds; 0 never); None follows `AGENT_HOST_CONVERSATION_TTL`.
 
         Raises:
-            ValueError: the name is missing, invalid or taken, a state type's id is taken, or a retention value or
-                the TTL is invalid (the message names the parameter).
+            ValueError: the name is missing, invalid or taken by another agent, a state type's id is taken, or a
+                retention value or the TTL is invalid (the message names the parameter).
             RuntimeError: an MCP tool is asked for with an azure-functions older than 1.26.
         """
         register_state_types(state_types)
-        name = getattr(agent, "name", None)
+        name = entity_id or getattr(agent, "name", None)
         if not name:
             raise ValueError("Every hosted agent needs a name: build it with Agent(..., name='support').")
         if not AGENT_NAME_PATTERN.fullmatch(name):
@@ -201,7 +267,11 @@ class AgentFunctionApp(df.DFApp):
                 f"conversation ids {id_limit} characters, and the host needs {LONGEST_GENERATED_CONVERSATION_ID}. "
                 f"Use a name of at most {len(name) - (LONGEST_GENERATED_CONVERSATION_ID - id_limit)} characters."
             )
-        clash = next((known for known in self._entities if known.lower() == name.lower()), None)
+        known = self._entities.get(name)
+        if known is not None and known.agent is agent:
+            logger.warning("Agent %r is already registered; the repeated add_agent call was ignored.", name)
+            return
+        clash = next((other for other in self._agent_routes if other.lower() == name.lower()), None)
         if clash is not None:
             raise ValueError(f"Agent name {name!r} is registered twice (as {clash!r}); give each agent a unique name.")
         retention = retention_from(
@@ -229,23 +299,32 @@ class AgentFunctionApp(df.DFApp):
             callback=callback or self.default_callback,
             turn_error_details=self.settings.turn_error_details,
         )
+        http_enabled = self.enable_http_endpoints if enable_http_endpoint is None else bool(enable_http_endpoint)
+        mcp_enabled = self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else bool(enable_mcp_tool_trigger)
         tool = None
-        if self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else enable_mcp_tool_trigger:
+        if mcp_enabled:
             require_result_schema_support()
             tool = self.mcp_tools.add(agent_tool(name, getattr(agent, "description", None)))
         entity_name = entity_name_for(name)
         self._register_entity(entity_name, entity)
         self._entities[name] = entity
         self._expiry.set_ttl(entity_name, ttl)
-        self._agent_routes[name] = AgentRoute(
+        route = AgentRoute(
             name=name,
             entity_name=entity_name,
             history=plan.owner,
             conversation_ttl_seconds=ttl,
             max_conversation_id_length=id_limit,
+            agent_type=type(agent).__name__,
+            http_enabled=http_enabled,
+            mcp_enabled=mcp_enabled,
+            published_entity=published_entity_name(name) if self.import_published else None,
         )
+        self._agent_routes[name] = route
+        if http_enabled:
+            self._http_agent_routes[name] = route
         if tool is not None:
-            self._register_agent_tool(tool, self._agent_routes[name])
+            self._register_agent_tool(tool, route)
 
     def close(self) -> None:
         """Release what the app opened itself: the turn stream store its settings chose, and that store's network
@@ -253,16 +332,20 @@ class AgentFunctionApp(df.DFApp):
         on Azure the worker process ends instead. A later streamed turn opens the store again."""
         self._stream_store.close()
 
-    def get_agent(self, context: df.DurableOrchestrationContext, agent_name: str) -> OrchestrationAgent:
+    def get_agent(
+        self, context: df.DurableOrchestrationContext, agent_name: str, workflow_name: str | None = None
+    ) -> OrchestrationAgent:
         """A registered agent for use inside an orchestrator function (as in agent-framework-azurefunctions).
 
         `agent.create_session()` starts a conversation (`session_id=...` joins one the HTTP API serves);
-        `yield agent.run("...", session=session)` takes a turn in it and gives an `AgentResponse`.
+        `yield agent.run("...", session=session)` takes a turn in it and gives an `AgentResponse`. With
+        `workflow_name`, `agent_name` is the executor id of one of that hosted workflow's agent nodes.
 
         Raises:
             ValueError: no agent of that name is registered.
         """
-        return orchestration_agent(context, self._agent_routes, agent_name)
+        name = f"{workflow_name}-{agent_name}" if workflow_name is not None else str(agent_name)
+        return orchestration_agent(context, self._agent_routes, name)
 
     def add_workflow(
         self,
@@ -287,9 +370,31 @@ class AgentFunctionApp(df.DFApp):
         if expose:
             require_result_schema_support()
             self.mcp_tools.require_free(workflow.name)
-        self._workflows.add(workflow, retry)
+        hosted = self._workflows.add(workflow, retry)
+        for plan in with_sub_workflows(hosted):
+            for executor_id, node in plan.agent_nodes.items():
+                self._add_node_route(f"{plan.name}-{executor_id}", node.entity_name, node.executor.agent)
         if expose:
             self._register_workflow_tool(self._workflows.routes[workflow.name])
+
+    def _add_node_route(self, name: str, entity_name: str, agent: SupportsAgentRun) -> None:
+        """Make a workflow agent node callable from orchestrations as `get_agent(context, executor_id, workflow)`."""
+        known = self._agent_routes.get(name)
+        if known is not None and known.entity_name == entity_name:
+            return  # a sub-workflow hosted by two workflows: one node
+        if any(other.lower() == name.lower() for other in self._agent_routes):
+            raise ValueError(
+                f"Workflow agent node {name!r} has the name of an agent registered on this app; rename the agent, "
+                "the workflow or the executor."
+            )
+        self._agent_routes[name] = AgentRoute(
+            name=name,
+            entity_name=entity_name,
+            history=plan_history(agent).owner,
+            conversation_ttl_seconds=self.settings.conversation_ttl_seconds,
+            agent_type=type(agent).__name__,
+            http_enabled=False,
+        )
 
     def _node_entity(self, entity_name: str, agent: SupportsAgentRun) -> ConversationEntity:
         """The conversation entity of a workflow's agent node: named for the node, so sessions keep nodes apart."""
@@ -305,6 +410,8 @@ class AgentFunctionApp(df.DFApp):
             clock=self.clock,
             stream_store=self._stream_store,
             turn_error_details=self.settings.turn_error_details,
+            # As agent-framework-azurefunctions: the app's default callback watches the nodes' turns too.
+            callback=self.default_callback,
         )
 
     def _register_entity(self, entity_name: str, entity: ConversationEntity) -> None:
@@ -318,9 +425,11 @@ class AgentFunctionApp(df.DFApp):
 
     def _register_agent_tool(self, tool: McpTool, agent: AgentRoute) -> None:
         settings, clock = self.settings, self.clock
+        # No 202 in MCP: by default a call waits as long as any HTTP request may.
+        wait = self._poll_wait if self._poll_wait is not None else settings.max_wait_seconds
 
         async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
-            return await run_agent_tool(context, client, agent, settings, clock)
+            return await run_agent_tool(context, client, agent, settings, clock, wait)
 
         self._register_tool_function(tool, mcp_tool)
 
@@ -339,8 +448,9 @@ class AgentFunctionApp(df.DFApp):
         with_client = self.durable_client_input(client_name="client")(mcp_tool)
         self.function_name(tool.function_name)(self.mcp_tool_trigger(**tool.trigger_arguments())(with_client))
 
-    def _register_routes(self, routes: Routes) -> None:
-        self._register_http("api_health", "health", routes.health, auth_level=func.AuthLevel.ANONYMOUS)
+    def _register_routes(self, routes: Routes, *, health: HealthRoute | None) -> None:
+        if health is not None:
+            self._register_http("api_health", "health", health.health, auth_level=func.AuthLevel.ANONYMOUS)
         self._register_http("api_turns", f"{CONVERSATION_ROUTE}/turns", routes.turns, client=True)
         self._register_http("api_turn", f"{CONVERSATION_ROUTE}/turns/{{turnId}}", routes.turn, client=True)
         self._register_http(
@@ -403,6 +513,67 @@ class AgentFunctionApp(df.DFApp):
             "api_inspector_conversation", f"inspector/{CONVERSATION_ROUTE}", routes.conversation, client=True
         )
         self._register_http("api_inspector_runs", "inspector/workflows/{workflow}/runs", routes.runs, client=True)
+
+
+def _poll_wait(
+    max_poll_retries: Any, poll_interval_seconds: Any, settings: HostSettings
+) -> tuple[int, float, float | None]:
+    """The published host's poll parameters, checked, and how long `/run` and MCP agent tools wait for an answer
+    (None when neither is given: each then waits as it does by default).
+
+    Raises:
+        ValueError: a value that is not a number, fewer than 1 retry, or an interval that is not above 0.
+    """
+    retries = DEFAULT_MAX_POLL_RETRIES if max_poll_retries is None else _number(max_poll_retries, "max_poll_retries")
+    interval = (
+        DEFAULT_POLL_INTERVAL_SECONDS
+        if poll_interval_seconds is None
+        else _number(poll_interval_seconds, "poll_interval_seconds")
+    )
+    if retries < 1 or retries != int(retries):
+        raise ValueError(f"max_poll_retries must be a whole number of at least 1, got {max_poll_retries!r}.")
+    if not 0 < interval < math.inf:
+        raise ValueError(f"poll_interval_seconds must be a number above 0, got {poll_interval_seconds!r}.")
+    if max_poll_retries is None and poll_interval_seconds is None:
+        return int(retries), interval, None
+    wait = retries * interval
+    if wait > settings.max_wait_seconds:
+        # Nothing is lost by waiting less: a turn still running when the wait ends answers 202 with its Location.
+        logger.warning(
+            "max_poll_retries * poll_interval_seconds is %g s, over AGENT_HOST_MAX_WAIT_SECONDS (%g s): /run and MCP "
+            "agent tools wait %g s, then answer that the turn is still running.",
+            wait,
+            settings.max_wait_seconds,
+            settings.max_wait_seconds,
+        )
+        wait = settings.max_wait_seconds
+    return int(retries), interval, wait
+
+
+def _number(value: Any, name: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}.") from None
+
+
+def _workflows_to_host(
+    workflow: Workflow | None, workflows: Sequence[Workflow] | Mapping[str, Workflow] | None
+) -> list[Workflow]:
+    """`workflow` and `workflows` as one list; a mapping's keys must be the workflows' names.
+
+    Raises:
+        ValueError: a mapping key that is not its workflow's `name`.
+    """
+    hosted = [workflow] if workflow is not None else []
+    if isinstance(workflows, Mapping):
+        for key, value in workflows.items():
+            if key != value.name:
+                raise ValueError(f"workflows mapping key {key!r} does not match Workflow.name {value.name!r}.")
+            hosted.append(value)
+    else:
+        hosted.extend(workflows or ())
+    return hosted
 
 
 def _function_shape(http_streams: bool) -> ModuleType:

@@ -35,6 +35,8 @@ from ._retention_settings import (
     RetentionModeName,
     SettableStateBytes,
 )
+from ._structured_output import response_format_of
+from ._turn_options import chat_options_of, message_contents
 
 MAX_CONVERSATION_ID_LENGTH = 128
 CONVERSATION_ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_CONVERSATION_ID_LENGTH - 1}}}")
@@ -76,6 +78,13 @@ class AgentRoute:
     # How long the agent's conversations may stay idle before they are deleted (0: never), so whoever takes a
     # conversation's turn can have its expiry watched.
     conversation_ttl_seconds: float = 0.0
+    # The agent object's class name, and whether its `/api/agents/{name}/...` routes and its MCP tool are served
+    # (an agent without HTTP routes stays callable from orchestrations and MCP), as the health route reports them.
+    agent_type: str = "Agent"
+    http_enabled: bool = True
+    mcp_enabled: bool = False
+    # The published host's entity a new conversation's history is imported from (docs/migrating.md), or None.
+    published_entity: str | None = None
     # The longest conversation id the backend can key an entity of this agent by (shorter on the scheduler).
     max_conversation_id_length: int = MAX_CONVERSATION_ID_LENGTH
 
@@ -166,29 +175,58 @@ def _check_timeout(value: float | None, info: ValidationInfo) -> float | None:
     return value
 
 
+def _check_response_format(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A response format as core's chat-style form, checked (`_structured_output.response_format_of`)."""
+    return None if value is None else response_format_of(value)
+
+
 class TurnRequest(WireModel):
-    """Body of `POST .../turns`: a message, answers to pending approvals, or both; how long to wait."""
+    """Body of `POST .../turns`: a message (text or contents), answers to pending approvals, or both; how long to
+    wait; and what the turn asks of the model: structured output, chat options."""
 
     field_codes = {
         "": "missing_message",
         "message": "missing_message",
         "approvals": "too_many_approvals",
         "timeoutSeconds": "invalid_timeout",
+        "responseFormat": "invalid_response_format",
+        "options": "invalid_options",
+        "contents": "invalid_contents",
     }
     shape = (
         '{"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
-        '"timeoutSeconds": number, "stream": boolean}'
+        '"timeoutSeconds": number, "stream": boolean, "contents": [{"type": "text" | "uri" | "data", ...}], '
+        '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}}'
     )
 
     message: StrictStr | None = None
+    # The message as contents in core's shape (text, a file by URL or as a data URI), in place of `message`.
+    contents: list[Any] | None = None
     approvals: list[ApprovalAnswer] | None = Field(default=None, max_length=MAX_APPROVALS_PER_TURN)
     wait: StrictBool = True
     timeout_seconds: StrictInt | StrictFloat | None = None
     # Run the turn streaming so its stream can be watched (`GET .../turns/{turnId}/stream`) while it runs;
     # `Accept: text/event-stream` implies it.
     stream: StrictBool = False
+    # A JSON schema (or core's chat-style form): the answer must be JSON matching it; its parsed value is returned.
+    response_format: dict[str, Any] | None = None
+    # Chat options for this turn, on an allow-list (`_turn_options.CHAT_OPTIONS`), as core's option names.
+    options: dict[str, Any] | None = None
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
+    _response_format = field_validator("response_format")(_check_response_format)
+
+    @field_validator("options")
+    @classmethod
+    def _chat_options(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else chat_options_of(value)
+
+    @field_validator("contents")
+    @classmethod
+    def _message_contents(cls, value: list[Any] | None, info: ValidationInfo) -> list[dict[str, Any]] | None:
+        if value is not None and info.data.get("message") is not None:
+            raise ValueError('send the message as "message" (text) or as "contents", not both')
+        return None if value is None else message_contents(value)
 
     @field_validator("message")
     @classmethod
@@ -199,7 +237,7 @@ class TurnRequest(WireModel):
 
     @model_validator(mode="after")
     def _something_to_do(self) -> Self:
-        if self.message is None and not self.approvals:
+        if self.message is None and self.contents is None and not self.approvals:
             raise ValueError(
                 'the body has no message; send {"message": "..."} or answers to pending approvals '
                 '({"approvals": [{"id": "...", "approved": true}]})'
@@ -250,16 +288,35 @@ class RetentionRequest(RetentionChange):
 
 
 class RunRequestBody(WireModel):
-    """A JSON body of the agent-framework-azurefunctions `POST .../run` route: its snake_case names, unknown fields
-    ignored as that host ignores them."""
+    """A JSON body of the agent-framework-azurefunctions `POST .../run` route: its snake_case names and the camelCase
+    ones that host is moving to (`*_camel` here), unknown fields ignored as that host ignores them."""
 
-    model_config = ConfigDict(alias_generator=None, extra="ignore")
+    model_config = ConfigDict(alias_generator=None, populate_by_name=False, extra="ignore")
 
     message: StrictStr = ""
     session_id: StrictStr | None = None
+    session_id_camel: StrictStr | None = Field(default=None, alias="sessionId")
     thread_id: StrictStr | None = None
-    # Read like that host reads it: a boolean, or a word such as "true" or "no"; anything else means the default.
+    thread_id_camel: StrictStr | None = Field(default=None, alias="threadId")
+    # Read like that host reads them: a boolean, a number, or a word such as "true" or "no".
     wait_for_response: Any = None
+    wait_for_response_camel: Any = Field(default=None, alias="waitForResponse")
+    enable_tool_calls: Any = None
+    enable_tool_calls_camel: Any = Field(default=None, alias="enableToolCalls")
+    # A JSON schema (or core's chat-style `{"type": "json_schema", ...}` form): the answer is structured output.
+    response_format: Any = None
+    response_format_camel: Any = Field(default=None, alias="responseFormat")
+    role: Any = None
+
+
+class ImportedConversation(BaseModel):
+    """A conversation imported from agent-framework-azurefunctions: its messages as our stored records, and an
+    account of where they came from (`entity`, `schemaVersion`, `entries`, `messages`, `skipped`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[dict[str, Any]]
+    source: dict[str, Any]
 
 
 class RunOperation(BaseModel):
@@ -282,15 +339,39 @@ class RunOperation(BaseModel):
     messages: list[dict[str, Any]] | None = None
     # Run the agent streaming and write the turn's stream (agent_host/_streaming); the stored outcome is the same.
     stream: bool = False
-
-    # Run the agent streaming and write the turn's stream (agent_host/_streaming); the stored outcome is the same.
-    stream: bool = False
+    # Structured output, as core's chat-style response format: the answer must be JSON that matches its schema, or
+    # the turn fails (`invalid_structured_output`) with the answer kept in the history.
+    response_format: dict[str, Any] | None = None
+    # False: the turn runs with none of the agent's tools (agent-framework-azurefunctions' `enable_tool_calls`).
+    enable_tool_calls: StrictBool = True
+    # The role of the turn's message (the `/run` route's `role`).
+    role: Literal["user", "system", "assistant"] = "user"
+    # The turn's message as contents in core's `Content.to_dict()` form (text, images by URI or data), in place of
+    # `message`.
+    contents: list[dict[str, Any]] | None = None
+    # The conversation agent-framework-azurefunctions stored under the same id, to start from when nothing is
+    # stored here yet (docs/migrating.md): ignored by a conversation that exists, or existed and was deleted.
+    imported: ImportedConversation | None = None
 
     @model_validator(mode="after")
     def _one_kind_of_input(self) -> Self:
-        if self.messages is not None and self.message is not None:
-            raise ValueError("send either message (text) or messages (whole messages), not both")
+        given = [name for name in ("message", "messages", "contents") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(
+                f"send one of message (text), contents (one message's contents) or messages (whole messages), not "
+                f"{' and '.join(given)}"
+            )
+        if self.response_format is not None and "response_format" in (self.options or {}):
+            raise ValueError("send the response format once: as responseFormat, not also in options")
         return self
+
+    _response_format = field_validator("response_format")(_check_response_format)
+
+    @field_validator("contents")
+    @classmethod
+    def _checked_contents(cls, contents: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        # The entity is the authority, whoever signals it: the same checks as the turn route's.
+        return None if contents is None else message_contents(contents)
 
     @field_validator("options")
     @classmethod

@@ -18,7 +18,7 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── UnsupportedMediaTypeError      415  the body's media type is not one the route takes
  ├── StateCorruptError              422  the stored state cannot be read; it is left untouched
  ├── StateVersionError              422  the stored state has a schema version this code does not know
- ├── TurnFailedError                502  the model or a tool failed during the turn
+ ├── TurnFailedError                502  the model or a tool failed, or the answer is not the structured output
  ├── StorageUnavailableError        503  the durable store could not be read or written
  └── StateCapacityExceededError     507  the conversation is over its byte budget
 
@@ -109,6 +109,10 @@ class InvalidRequestError(AgentHostError):
         "invalid_workflow_input",
         "invalid_run_id",
         "invalid_response",
+        "invalid_response_format",
+        "invalid_options",
+        "invalid_contents",
+        "invalid_role",
     )
     status = 400
 
@@ -296,11 +300,9 @@ class StateCorruptError(AgentHostError):
     codes = ("state_corrupt",)
     status = 422
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(
-            f"The stored conversation {reason}. It was left unchanged; restore it from a backup or delete the "
-            "conversation to start over."
-        )
+    def __init__(self, reason: str, *, advice: str | None = None) -> None:
+        advice = advice or "It was left unchanged; restore it from a backup or delete the conversation to start over."
+        super().__init__(f"The stored conversation {reason}. {advice}")
 
 
 class StateVersionError(AgentHostError):
@@ -326,13 +328,19 @@ class StateVersionError(AgentHostError):
 
 
 class TurnFailedError(AgentHostError):
-    """The model or a tool failed during the turn; earlier history is unchanged."""
+    """The model or a tool failed during the turn (earlier history is unchanged), or the model's answer is not the
+    structured output the turn asked for (`invalid_structured_output`; the answer is kept in the history)."""
 
-    codes = ("turn_failed",)
+    codes = ("turn_failed", "invalid_structured_output")
     status = 502
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"{reason} The conversation's earlier history is unchanged; send the next turn to continue.")
+    def __init__(self, reason: str, *, code: str | None = None) -> None:
+        after = (
+            "The answer is kept in the conversation's history; the next turn can ask for a corrected one."
+            if code == "invalid_structured_output"
+            else "The conversation's earlier history is unchanged; send the next turn to continue."
+        )
+        super().__init__(f"{reason} {after}", code=code)
 
 
 class StorageUnavailableError(AgentHostError):

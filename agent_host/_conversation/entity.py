@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import azure.durable_functions as df
-from agent_framework import Agent, AgentResponse, Message, SupportsAgentRun
+from agent_framework import Agent, AgentResponse, Content, Message, SupportsAgentRun
 from pydantic import BaseModel
 
 from .._clock import SYSTEM_CLOCK, Clock
@@ -25,6 +25,7 @@ from .._contract import (
     SET_RETENTION_OPERATION,
     ChangeOperation,
     ExpireOperation,
+    ImportedConversation,
     RunOperation,
     SetRetentionOperation,
     parse_model,
@@ -35,6 +36,7 @@ from .._records import message_to_record
 from .._retention_settings import RetentionSettings
 from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from .._streaming.channel import TurnStreamStore, stream_key
+from .._structured_output import structured_value
 from .._telemetry import telemetry
 from .approvals import answer_contents, answered_approvals, pending_from_response, remaining_after
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
@@ -58,11 +60,13 @@ from .state import (
     CREATED_AT_KEY,
     DELETED_KEY,
     EXPIRED_TURNS_KEY,
+    IMPORTED_FROM_KEY,
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
     SESSION_KEY,
     STATE_BYTES_KEY,
+    STRUCTURED_KEY,
     TRUNCATION_KEY,
     TURN_COUNT_KEY,
     TURNS_KEY,
@@ -165,7 +169,8 @@ class ConversationEntity:
     def _run(self, context: df.DurableEntityContext) -> None:
         request = _operation_input(context, RunOperation)
         turn_id = request.turn_id
-        state, stored_bytes = self._load_state(context, read_raw_state(context))
+        raw = read_raw_state(context)
+        state, stored_bytes = self._load_state(context, raw)
         if turn_id in state.get(TURNS_KEY, {}):
             # Signals arrive at least once: a known turn id returns its recorded result (architecture.md, failure 9).
             context.set_result(run_result(state, turn_id, reply=request.reply, duplicate=True))
@@ -186,6 +191,10 @@ class ConversationEntity:
             # The key's turn ran and its receipt is gone: the retry reads 410, the model does not run again.
             context.set_result(expired_result(expired))
             return
+        if raw is None and request.imported is not None:
+            # Only a conversation never stored here starts from the published host's history: a deleted one left
+            # a tombstone, and its next turn starts empty as the deletion asked.
+            state = self._with_imported(state, request.imported)
         started = time.perf_counter()
         streamed = self._streamed_turn(context, request)
         committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes, streamed=streamed)
@@ -202,6 +211,15 @@ class ConversationEntity:
         context.set_result(run_result(committed, turn_id, reply=request.reply))
         self._record_telemetry(state, committed, context.entity_key, turn_id, text, time.perf_counter() - started)
 
+    def _with_imported(self, state: StoredState, imported: ImportedConversation) -> StoredState:
+        """A new conversation holding the imported messages, checked against the schema like any stored state.
+
+        Raises:
+            StateCorruptError: a record does not match the schema (nothing is written).
+        """
+        source = {**imported.source, "at": self.clock.now_ms()}
+        return decode_state({**state, MESSAGES_KEY: list(imported.messages), IMPORTED_FROM_KEY: source})
+
     def _receipts(self, turn_id: str | None) -> Receipts:
         return Receipts(max_records=self.max_turn_records, protected_turn=turn_id)
 
@@ -215,7 +233,14 @@ class ConversationEntity:
             stream=stream_key(context.entity_name, context.entity_key, request.turn_id),
             store=store,
             callback=self.callback,
-            context=AgentCallbackContext(self.agent_name, request.turn_id, context.entity_key, request.message),
+            # The agent's own name, as agent-framework-azurefunctions gives it (a workflow node's entity is named
+            # for the node).
+            context=AgentCallbackContext(
+                getattr(self.agent, "name", None) or self.agent_name,
+                request.turn_id,
+                context.entity_key,
+                request.message,
+            ),
         )
 
     def _delete_streams(self, context: df.DurableEntityContext, turn_ids: Iterable[str]) -> None:
@@ -288,7 +313,14 @@ class ConversationEntity:
             record = failed_record(error.to_record(), self.clock.now_ms(), sent, approvals)
             new = copy.copy(state)
         else:
-            record = completed_record(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
+            mismatch = _structured_output_mismatch(response, request.response_format)
+            if mismatch is not None:
+                # The model answered, just not as asked: the answer stays in the history, the turn fails.
+                record = failed_record(mismatch.to_record(), self.clock.now_ms())
+            else:
+                record = completed_record(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
+                if request.response_format is not None:
+                    record[STRUCTURED_KEY] = True
         if request.idempotency_key:
             record.update(idempotencyKey=request.idempotency_key, requestHash=request.request_hash)
         if stored_bytes is not None:
@@ -336,14 +368,15 @@ class ConversationEntity:
         incoming = [message_to_record(message, received, state[AGENT_KEY]) for message in inputs]
         state = make_room_for_turn(state, {MESSAGES_KEY: incoming}, self._receipts(None), stored_bytes)
 
-        agent = self._agent_copy()
+        agent = self._agent_copy(tools=request.enable_tool_calls)
         session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get(SESSION_KEY))
         durable = self.plan.durable
         stored: list[dict[str, Any]] = state.get(MESSAGES_KEY, [])
         if durable is not None:
             history = CONVERSATION_CACHE.history_for(stored, state[AGENT_KEY])
             session.state[durable.source_id] = {BUFFER_KEY: history.messages}
-        options = {"options": dict(request.options)} if request.options else {}
+        run_options = _run_options(request)
+        options = {"options": run_options} if run_options else {}
         run = (
             agent.run(inputs, session=session, **options)
             if streamed is None
@@ -453,22 +486,36 @@ class ConversationEntity:
         write_raw_state(context, encode_state(updated))
         context.set_result({RETENTION_KEY: updated[RETENTION_KEY], CONVERSATION_ID_KEY: context.entity_key})
 
-    def _agent_copy(self) -> SupportsAgentRun:
-        # Core appends providers to the agent it runs (and may change its options): run a shallow copy with
-        # its own provider list and options, so the caller's agent object is never mutated.
+    def _agent_copy(self, *, tools: bool = True) -> SupportsAgentRun:
+        """A shallow copy of the agent to run; without its tools when `tools` is False.
+
+        Core appends providers to the agent it runs (and may change its options): run a shallow copy with its own
+        provider list and options, so the caller's agent object is never mutated. A `None` or empty tool list in
+        the run's options would be merged away, so a turn without tools runs a copy that has none.
+        """
         agent = copy.copy(self.agent)
         if isinstance(agent, Agent) or hasattr(agent, "context_providers"):
             agent.context_providers = list(self.plan.providers)  # type: ignore[attr-defined]
         if isinstance(getattr(agent, "default_options", None), dict):
             agent.default_options = dict(agent.default_options)  # type: ignore[attr-defined]
+            if not tools:
+                agent.default_options.pop("tools", None)  # type: ignore[attr-defined]
+        if not tools and hasattr(agent, "mcp_tools"):
+            agent.mcp_tools = []  # type: ignore[attr-defined]
         return agent
 
 
 def _turn_inputs(request: RunOperation, answers: list[Any]) -> list[Message]:
-    """The turn's input messages: approval answers and text as one user message, then any whole messages sent."""
-    contents = [*answers, request.message] if request.message else answers
+    """The turn's input messages: approval answers and the message (text or contents) as one message in the
+    request's role, then any whole messages sent."""
+    own: list[Any] = [Content.from_dict(item) for item in request.contents or ()]
+    if request.message:
+        own.append(request.message)
+    contents = [*answers, *own]
     head = (
-        [Message("user", contents, message_id=f"{request.turn_id}.in")] if contents or request.messages is None else []
+        [Message(request.role, contents, message_id=f"{request.turn_id}.in")]
+        if contents or request.messages is None
+        else []
     )
     return [*head, *(Message.from_dict(record) for record in request.messages or ())]
 
@@ -479,6 +526,32 @@ def _last_text(messages: list[dict[str, Any]] | None) -> str | None:
         text = Message.from_dict(record).text
         if text:
             return text
+    return None
+
+
+def _run_options(request: RunOperation) -> dict[str, Any]:
+    """The options of the turn's `agent.run`: the caller's, the structured output asked for, and no tool calls
+    when tools are off (the copy has no tools; this tells the model too)."""
+    options = dict(request.options or {})
+    if request.response_format is not None:
+        options["response_format"] = request.response_format
+    if not request.enable_tool_calls:
+        options["tool_choice"] = "none"
+    return options
+
+
+def _structured_output_mismatch(
+    response: AgentResponse, response_format: dict[str, Any] | None
+) -> TurnFailedError | None:
+    """Why the answer is not the structured output asked for, or None when it is (or none was asked for)."""
+    if response_format is None:
+        return None
+    try:
+        structured_value(response.text, response_format)
+    except ValueError as exc:
+        return TurnFailedError(
+            f"The answer does not match the requested responseFormat: {exc}.", code="invalid_structured_output"
+        )
     return None
 
 

@@ -25,8 +25,12 @@ from .._retention_settings import RetentionSettings
 # Version 3: a deleted conversation leaves a tombstone (`deleted`) so its turns answer definitively; applied
 # retention and delete requests are acknowledged by id (`appliedChanges`; deletes later in `appliedDeletes`, an
 # optional key); retries of an Idempotency-Key no longer write alias records (upgraded: their ids count as expired).
-# Versions 1 and 2 are upgraded on read.
-SCHEMA_VERSION = 3
+# A failed turn's record may keep what it was sent (`input`, optional).
+# Version 4: a turn record may say its answer is the structured output the turn asked for (`structured`), so a
+# later read shows its parsed value; a conversation imported from agent-framework-azurefunctions says where from
+# (`importedFrom`). Older code would refuse either, so the version says so.
+# Versions 1 to 3 are upgraded on read.
+SCHEMA_VERSION = 4
 
 SCHEMA_VERSION_KEY = "schemaVersion"
 AGENT_KEY = "agent"
@@ -50,6 +54,10 @@ STATE_BYTES_KEY = "stateBytes"
 # A failed turn's receipt keeps what it was sent (the transcript keeps nothing of a failed turn), this much of it.
 FAILED_INPUT_KEY = "input"
 MAX_FAILED_INPUT_CHARACTERS = 1000
+# A turn receipt's mark that its answer is structured output (JSON that matched the turn's responseFormat).
+STRUCTURED_KEY = "structured"
+# Where a conversation's first messages came from when it was imported from agent-framework-azurefunctions.
+IMPORTED_FROM_KEY = "importedFrom"
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
 MAX_APPLIED_CHANGES = 16
 
@@ -79,6 +87,7 @@ class TurnRecordDict(TypedDict):
     requestHash: NotRequired[str]
     stateBytes: NotRequired[int]
     input: NotRequired[dict[str, Any]]
+    structured: NotRequired[bool]
 
 
 StoredState = dict[str, Any]
@@ -163,6 +172,10 @@ class TurnRecord(_StateModel):
     input: FailedTurnInput | None = Field(
         default=None, description="A failed turn's input; the transcript keeps nothing of a failed turn."
     )
+    structured: bool | None = Field(
+        default=None,
+        description="The answer's text is JSON that matched the turn's responseFormat (its parsed value is shown).",
+    )
     at: int
 
 
@@ -183,10 +196,21 @@ class DeletedRecord(_StateModel):
     turns: list[str] = Field(default_factory=list, description="Ids of the turns the deletion removed.")
 
 
+class ImportRecord(_StateModel):
+    """Where an imported conversation's first messages came from (agent-framework-azurefunctions' entity)."""
+
+    entity: str = Field(description="The published host's entity name (`dafx-{agent}`); the key is the same id.")
+    schema_version: str = Field(description="The schema version of the state imported.")
+    entries: int = Field(description="Request and response entries the published state held.")
+    messages: int = Field(description="Messages imported.")
+    skipped: int = Field(description="Messages and contents left out (failed turns, reasoning, usage, unknown types).")
+    at: int = Field(description="When the import happened, milliseconds since the Unix epoch.")
+
+
 class ConversationState(_StateModel):
     """Everything one conversation entity stores."""
 
-    schema_version: Literal[3] = SCHEMA_VERSION
+    schema_version: Literal[4] = SCHEMA_VERSION
     agent: str
     conversation_id: str
     created_at: int
@@ -218,6 +242,9 @@ class ConversationState(_StateModel):
             "Ids of the latest delete requests applied to this entity, oldest first, kept across the conversations "
             "it holds in turn: a delete whose id is here has run and is never applied to a later conversation."
         ),
+    )
+    imported_from: ImportRecord | None = Field(
+        default=None, description="Present when the conversation was imported from agent-framework-azurefunctions."
     )
 
 
@@ -355,7 +382,8 @@ def _check_named_answers(data: StoredState) -> None:
 
 
 def _upgraded_from_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 state in version 3's form: every author was explicit, and turn records copied their answers.
+    """Version 1 state in version 2's form, then upgraded on: every author was explicit, and turn records copied
+    their answers.
 
     Anything malformed is left as it is, for validation to name.
     """
@@ -383,18 +411,24 @@ def _upgraded_from_v1(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upgraded_from_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 state in version 3's form: alias records (retries) are gone; their ids count as expired."""
-    new = {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
+    """Version 2 state in version 3's form, then upgraded on: alias records (retries) are gone; their ids count as
+    expired."""
+    new = {**data, SCHEMA_VERSION_KEY: 3}
     turns = data.get(TURNS_KEY)
     if isinstance(turns, dict):
         aliases = [turn_id for turn_id, turn in turns.items() if isinstance(turn, dict) and "aliasOf" in turn]
         if aliases:
             new[TURNS_KEY] = {turn_id: turn for turn_id, turn in turns.items() if turn_id not in aliases}
             new[EXPIRED_TURNS_KEY] = [*data.get(EXPIRED_TURNS_KEY, []), *aliases]
-    return new
+    return _upgraded_from_v3(new)
 
 
-_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2}
+def _upgraded_from_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 state in version 4's form: the same, as no version 3 record is structured output."""
+    return {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
+
+
+_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2, 3: _upgraded_from_v3}
 
 # Each stored message field and the one type it has when written by this code (None allowed where not required).
 _MESSAGE_TYPES: dict[str, type] = {

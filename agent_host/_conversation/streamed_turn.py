@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_framework import AgentResponse, AgentResponseUpdate, AgentSession, Message, SupportsAgentRun
 
-from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol, notify_response, notify_update
+from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol, CallbackNotifier
 from .._streaming.channel import TurnStreamStore
 from .._streaming.events import UpdateEvents
 from .._streaming.writer import TurnStreamWriter
@@ -46,12 +46,13 @@ class StreamedTurn:
         """Run the agent streaming: each update to the stream and the callback, the answer to the callback last."""
         writer = TurnStreamWriter(self.store, self.stream) if self.store is not None else None
         events = UpdateEvents(self.turn_id)
+        notifier = CallbackNotifier(self.callback, self.context) if self.callback is not None else None
 
         async def on_update(update: AgentResponseUpdate) -> None:
             if writer is not None:
                 writer.add(events.from_update(update))
-            if self.callback is not None:
-                await notify_update(self.callback, update, self.context)
+            if notifier is not None:
+                await notifier.update(update)
 
         if writer is not None:
             await writer.start(self.turn_id)
@@ -67,6 +68,6 @@ class StreamedTurn:
         finally:
             if writer is not None:
                 await writer.close()
-        if self.callback is not None:
-            await notify_response(self.callback, delivered_response(response, self.turn_id), self.context)
+        if notifier is not None:
+            await notifier.response(delivered_response(response, self.turn_id))
         return response

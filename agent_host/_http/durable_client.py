@@ -56,6 +56,16 @@ class ConversationClient:
             StateCorruptError, StateVersionError: the stored state cannot be read; it is left untouched.
             StorageUnavailableError: the host or its store could not answer.
         """
+        exists, stored = await self.read_stored(conversation_id)
+        return decode_state(stored) if exists else None
+
+    async def read_stored(self, conversation_id: str) -> tuple[bool, Any]:
+        """Whether the entity exists, and its state as the host returns it (JSON text or the decoded value).
+
+        Raises:
+            StateCorruptError: the stored state is not JSON.
+            StorageUnavailableError: the host or its store could not answer.
+        """
         try:
             response = await self._client.read_entity_state(self._entity(conversation_id))
         except ValueError as exc:
@@ -68,9 +78,7 @@ class ConversationClient:
             raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
         except Exception as exc:  # the SDK raises a bare Exception naming an unexpected status
             raise StorageUnavailableError(f"the durable host could not read the conversation: {exc}") from None
-        if not response.entity_exists:
-            return None
-        return decode_state(response.entity_state)
+        return bool(response.entity_exists), response.entity_state
 
     async def _read_status(self, conversation_id: str) -> int:
         """The status the host answers a read of the conversation with, body unread (only when the SDK failed)."""

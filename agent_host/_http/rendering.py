@@ -5,6 +5,7 @@ Knows the stored record shapes (`_conversation/state.py`), not how the entity pr
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from agent_framework import (
     GROUP_KIND_KEY,
     SUMMARIZED_BY_SUMMARY_ID_KEY,
     SUMMARY_OF_MESSAGE_IDS_KEY,
+    AgentResponse,
 )
 
 from .._contract import AgentRoute
@@ -24,9 +26,11 @@ from .._conversation.state import (
     AGENT_KEY,
     CAPACITY_ERROR_KEY,
     CREATED_AT_KEY,
+    IMPORTED_FROM_KEY,
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
+    STRUCTURED_KEY,
     TRUNCATION_KEY,
     TURN_COUNT_KEY,
     UPDATED_AT_KEY,
@@ -34,7 +38,7 @@ from .._conversation.state import (
     encode_state,
 )
 from .._conversation.turn_records import answer_messages, turn_text
-from .._records import message_text, record_author
+from .._records import message_text, record_author, record_to_message
 
 
 def iso_time(epoch_ms: int | None) -> str | None:
@@ -87,12 +91,23 @@ def render_turn(conversation_id: str, turn_id: str, record: dict[str, Any], stat
         messages = answer_messages(state, record)
         body["text"] = turn_text(messages)
         body["messages"] = [render_message(message, state.get(AGENT_KEY)) for message in messages]
+        if record.get(STRUCTURED_KEY):
+            body["value"] = json.loads(body["text"])  # the entity checked it against the schema
         body["usage"] = record.get("usage") or {}
         body["approvalRequests"] = record.get("approvalRequests", [])
     else:
         body["error"] = record["error"]
     body["completedAt"] = iso_time(record.get("at"))
     return body
+
+
+def agent_response(messages: list[dict[str, Any]], state: StoredState, turn_id: str) -> dict[str, Any]:
+    """A completed turn's answer as core's `AgentResponse.to_dict()` (the `/run` route's `agent_response`)."""
+    agent = state.get(AGENT_KEY)
+    response = AgentResponse(
+        messages=[record_to_message(message, agent) for message in messages], response_id=turn_id, agent_id=agent
+    )
+    return response.to_dict()
 
 
 def render_pending(conversation_id: str, turn_id: str) -> dict[str, Any]:
@@ -117,4 +132,6 @@ def render_conversation(agent: AgentRoute, conversation_id: str, state: StoredSt
     }
     if state.get(CAPACITY_ERROR_KEY):
         body["capacityError"] = state[CAPACITY_ERROR_KEY]
+    if state.get(IMPORTED_FROM_KEY):
+        body["importedFrom"] = {**state[IMPORTED_FROM_KEY], "at": iso_time(state[IMPORTED_FROM_KEY]["at"])}
     return body

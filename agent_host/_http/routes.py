@@ -66,8 +66,10 @@ from .._expiry.recent import RECENT_WATCHES
 from .._expiry.starter import TurnExpiry, may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
+from .._turn_options import contents_bytes
 from .durable_client import ConversationClient
 from .event_stream import EventStreamResponse, RouteResponse
+from .published_import import history_to_import
 from .rendering import render_conversation, render_message, render_pending, render_turn
 from .requests import (
     TEXT_MEDIA_TYPE,
@@ -93,10 +95,41 @@ _TURN_SHAPE = '{"message": "..."}'
 _RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
 
 
-class Routes:
-    """The handlers behind every route; one instance per app, reading the app's registered agents.
+class HealthRoute:
+    """`GET /api/health`: the app is up, which agents it hosts and how, in agent-framework-azurefunctions' shape.
 
-    `stream_store` gives the store turn streams are read from (None when none is configured).
+    Args:
+        agents: Every agent orchestrations can call (workflow agent nodes too), by name.
+        workflows: The names of the hosted workflows, read when asked.
+    """
+
+    def __init__(self, agents: Mapping[str, AgentRoute], workflows: Callable[[], list[str]]) -> None:
+        self._agents = agents
+        self._workflows = workflows
+
+    async def health(self, req: func.HttpRequest) -> func.HttpResponse:
+        """`GET /api/health`."""
+        return await respond(req, ("GET",), self._health)
+
+    async def _health(self) -> func.HttpResponse:
+        agents = [
+            {
+                "name": route.name,
+                "type": route.agent_type,
+                "http_endpoint_enabled": route.http_enabled,
+                "mcp_tool_enabled": route.mcp_enabled,
+            }
+            for route in self._agents.values()
+        ]
+        body = {"status": "healthy", "agents": agents, "agent_count": len(agents), "workflows": self._workflows()}
+        return json_response(200, body)
+
+
+class Routes:
+    """The handlers behind every conversation route; one instance per app, reading the agents it serves over HTTP.
+
+    `stream_store` gives the store turn streams are read from (None when none is configured); `run_wait` is how long
+    `/run` waits for an answer (the app's `max_poll_retries * poll_interval_seconds`).
     """
 
     def __init__(
@@ -105,17 +138,16 @@ class Routes:
         settings: HostSettings,
         clock: Clock,
         stream_store: Callable[[], TurnStreamStore | None] = lambda: None,
+        *,
+        run_wait: float | None = None,
     ) -> None:
         self._agents = agents
         self._settings = settings
         self._clock = clock
         self._stream_store = stream_store
+        self._run_wait = settings.default_wait_seconds if run_wait is None else run_wait
 
     # -- routes ---------------------------------------------------------------------------------
-
-    async def health(self, req: func.HttpRequest) -> func.HttpResponse:
-        """`GET /api/health`: the app is up, and which agents it serves."""
-        return await respond(req, ("GET",), self._health)
 
     async def turns(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
@@ -146,14 +178,12 @@ class Routes:
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
         return await respond(
-            req, ("POST",), lambda: run_compat(req, client, self._agent(req), self._settings, self._clock)
+            req,
+            ("POST",),
+            lambda: run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait),
         )
 
     # -- handlers -------------------------------------------------------------------------------
-
-    async def _health(self) -> func.HttpResponse:
-        agents = [{"name": route.name} for route in self._agents.values()]
-        return json_response(200, {"status": "healthy", "agents": agents})
 
     async def _post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         agent, conversation_id = self._target(req)
@@ -163,8 +193,15 @@ class Routes:
         conversations = ConversationClient(client, agent.entity_name)
         turns_url = req.url.split("?", 1)[0].rstrip("/")
         payload: dict[str, Any] = {"message": request.message}
+        if request.contents is not None:
+            payload["contents"] = request.contents
         if request.approvals:
             payload["approvals"] = [answer.model_dump() for answer in request.approvals]
+        # What the turn asks of the model is part of the request: a retry of its key must ask the same.
+        if request.response_format is not None:
+            payload["responseFormat"] = request.response_format
+        if request.options is not None:
+            payload["options"] = request.options
         digest = request_hash(payload) if key is not None else None
         state = await conversations.read(conversation_id) if key is not None or request.approvals else None
         live = state if state is not None and not is_deleted(state) else None
@@ -189,6 +226,9 @@ class Routes:
             check_answers({item["id"]: item for item in pending}, payload["approvals"], answered)
         turn_id = new_turn_id(self._clock.now_ms(), key)
         operation = {"turnId": turn_id, **payload}
+        imported = await history_to_import(client, agent, conversation_id, self._clock.now_ms())
+        if imported is not None:
+            operation["imported"] = imported
         if events or request.stream:
             operation["stream"] = True
         await conversations.signal(conversation_id, RUN_OPERATION, operation)
@@ -429,7 +469,7 @@ class Routes:
             request = parse_model(TurnRequest, data, **limits)
         else:
             raise UnsupportedMediaTypeError(media, f"application/json ({_TURN_SHAPE}) or text/plain")
-        size = len((request.message or "").encode("utf-8"))
+        size = len((request.message or "").encode("utf-8")) + contents_bytes(request.contents or [])
         if size > self._settings.max_message_bytes:
             raise MessageTooLargeError(size, self._settings.max_message_bytes)
         return request

@@ -1,7 +1,9 @@
 """`POST /api/agents/{agent}/run`: the request and answer shapes of Microsoft's agent-framework-azurefunctions.
 
-Existing clients of that host work unchanged against the same conversation entities. One deliberate difference:
-a wait that times out answers 202 with the turn's `Location` (that host answers 500 "timeout").
+Existing clients of that host work unchanged against the same conversation entities. Deliberate differences: a
+wait that times out answers 202 with the turn's `Location` (that host answers 500 "timeout"), and `response_format`
+(a JSON schema) and `enable_tool_calls: false` do what they say (that host answers 500 for the first and ignores the
+second; docs/migrating.md).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
+from pydantic.alias_generators import to_camel
 
 from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, RunRequestBody, parse_model, validate_conversation_id
-from .._conversation.state import DELETED_KEY, MESSAGES_KEY, TURN_COUNT_KEY
+from .._conversation.state import DELETED_KEY, MESSAGES_KEY, STRUCTURED_KEY, TURN_COUNT_KEY
 from .._conversation.turn_records import answer_messages, find_turn, new_turn_id, turn_text
 from .._errors import (
     ConversationNotFoundError,
@@ -28,7 +31,10 @@ from .._errors import (
 )
 from .._expiry.starter import TurnExpiry
 from .._settings import HostSettings
+from .._structured_output import response_format_of
 from .durable_client import ConversationClient
+from .published_import import history_to_import
+from .rendering import agent_response
 from .requests import JSON_MEDIA_TYPE, body_text, is_json_type, json_object, media_type
 
 SESSION_ID_FIELD = "session_id"
@@ -36,6 +42,7 @@ LEGACY_THREAD_ID_FIELD = "thread_id"
 SESSION_ID_HEADER = "x-ms-session-id"
 WAIT_HEADER = "x-ms-wait-for-response"
 WAIT_FIELD = "wait_for_response"
+ROLES = ("user", "system", "assistant")
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off"}
 _RUN_SHAPE = '{"message": "...", "session_id": "..."}'
@@ -43,19 +50,45 @@ _RUN_SHAPE = '{"message": "...", "session_id": "..."}'
 
 @dataclass(frozen=True)
 class RunRequest:
-    """A parsed `/run` request: the message, the conversation it belongs to, and how to answer."""
+    """A parsed `/run` request: the message, the conversation it belongs to, how to run the turn and how to answer.
+
+    Attributes:
+        message: The message's text.
+        session_id: The conversation id.
+        wait: Whether to wait for the answer.
+        answer_json: Whether to answer JSON (else the answer's text).
+        role: The message's role.
+        response_format: The structured output asked for (core's chat-style form), or None.
+        enable_tool_calls: False to run the turn with none of the agent's tools.
+    """
 
     message: str
     session_id: str
     wait: bool
     answer_json: bool
+    role: str = "user"
+    response_format: dict[str, Any] | None = None
+    enable_tool_calls: bool = True
+
+    def operation(self, turn_id: str) -> dict[str, Any]:
+        """The entity's `run` operation for this request (only what differs from a plain user turn)."""
+        operation: dict[str, Any] = {"turnId": turn_id, "message": self.message}
+        if self.role != "user":
+            operation["role"] = self.role
+        if self.response_format is not None:
+            operation["responseFormat"] = self.response_format
+        if not self.enable_tool_calls:
+            operation["enableToolCalls"] = False
+        return operation
 
 
 def parse_run_request(req: func.HttpRequest, settings: HostSettings, agent: AgentRoute | None = None) -> RunRequest:
-    """Read a `/run` request: JSON or plain text; `session_id` or legacy `thread_id` in body or query.
+    """Read a `/run` request: JSON or plain text; `session_id` (`sessionId`) or legacy `thread_id` (`threadId`) in
+    body or query; each published field in its snake_case or camelCase spelling.
 
     Raises:
-        InvalidRequestError: malformed JSON, missing message, conflicting or invalid session ids.
+        InvalidRequestError: malformed JSON, missing message, conflicting or invalid session ids, one field given
+            twice with different values, or an invalid role, response format or tool switch.
         MessageTooLargeError: the message is over the size limit.
     """
     headers = {key.lower(): value for key, value in req.headers.items()}
@@ -73,37 +106,105 @@ def parse_run_request(req: func.HttpRequest, settings: HostSettings, agent: Agen
     accepts_json = any(
         part.split(";", 1)[0].strip().lower() == JSON_MEDIA_TYPE for part in headers.get("accept", "").split(",")
     )
-    fields = body.model_dump(exclude_none=True)
+    query = req.params or {}
+    sessions = {
+        f"{name} in the body": value
+        for name, value in (
+            (SESSION_ID_FIELD, body.session_id),
+            ("sessionId", body.session_id_camel),
+            (LEGACY_THREAD_ID_FIELD, body.thread_id),
+            ("threadId", body.thread_id_camel),
+        )
+    }
+    for name in (SESSION_ID_FIELD, "sessionId", LEGACY_THREAD_ID_FIELD, "threadId"):
+        sessions[f"{name} in the query"] = query.get(name)
+    body_wait = _one_of(body.wait_for_response, body.wait_for_response_camel, WAIT_FIELD)
+    query_wait = query.get(WAIT_FIELD, query.get("waitForResponse"))
     return RunRequest(
         message=message,
-        session_id=_session_id(fields, req.params or {}, agent),
-        wait=_wait(headers, req.params or {}, fields),
+        session_id=_session_id(sessions, agent),
+        wait=_wait((headers.get(WAIT_HEADER), query_wait, body_wait)),
         answer_json=is_json or accepts_json,
+        role=_role(body.role),
+        response_format=_response_format(_one_of(body.response_format, body.response_format_camel, "response_format")),
+        enable_tool_calls=_tool_calls(
+            _one_of(body.enable_tool_calls, body.enable_tool_calls_camel, "enable_tool_calls")
+        ),
     )
 
 
-def _session_id(body: Mapping[str, Any], query: Mapping[str, str], agent: AgentRoute | None) -> str:
-    candidates: dict[str, str] = {}
-    for source_name, source in (("body", body), ("query", query)):
-        for field in (SESSION_ID_FIELD, LEGACY_THREAD_ID_FIELD):
-            value = source.get(field)
-            if value is not None and str(value).strip():
-                candidates[f"{field} in the {source_name}"] = str(value)
-    distinct = set(candidates.values())
+def _one_of(snake: Any, camel: Any, name: str) -> Any:
+    """A field sent in either spelling; the same value in both is fine.
+
+    Raises:
+        InvalidRequestError: the two spellings carry different values (`invalid_body`).
+    """
+    if snake is not None and camel is not None and snake != camel:
+        raise InvalidRequestError(
+            f"The body gives {name} and {to_camel(name)} different values ({snake!r} and {camel!r}); send one.",
+            code="invalid_body",
+        )
+    return snake if snake is not None else camel
+
+
+def _session_id(candidates: Mapping[str, Any], agent: AgentRoute | None) -> str:
+    given = {name: str(value) for name, value in candidates.items() if value is not None and str(value).strip()}
+    distinct = set(given.values())
     if len(distinct) > 1:
-        listed = ", ".join(f"{name}={value!r}" for name, value in sorted(candidates.items()))
+        listed = ", ".join(f"{name}={value!r}" for name, value in sorted(given.items()))
         raise InvalidRequestError(f"Conflicting session identifiers supplied: {listed}.", code="conflicting_session_id")
     return validate_conversation_id(distinct.pop(), agent) if distinct else uuid.uuid4().hex
 
 
-def _wait(headers: Mapping[str, str], query: Mapping[str, str], body: Mapping[str, Any]) -> bool:
+def _flag(value: Any) -> bool | None:
+    """A switch as that host reads one: a boolean, a number (0 is false), or a word such as "yes"; None otherwise."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    return None
+
+
+def _wait(sources: tuple[Any, ...]) -> bool:
     # That host's precedence: the header, then the query, then the body; an unreadable value falls through.
-    for value in (headers.get(WAIT_HEADER), query.get(WAIT_FIELD), body.get(WAIT_FIELD)):
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-    return True
+    return next((flag for flag in map(_flag, sources) if flag is not None), True)
+
+
+def _tool_calls(value: Any) -> bool:
+    if value is None:
+        return True
+    flag = _flag(value)
+    if flag is None:
+        raise InvalidRequestError(
+            f"enable_tool_calls must be true or false, got {value!r}; nothing was run.", code="invalid_body"
+        )
+    return flag
+
+
+def _role(value: Any) -> str:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return "user"
+    role = value.strip().lower() if isinstance(value, str) else None
+    if role not in ROLES:
+        raise InvalidRequestError(
+            f"role must be one of {', '.join(ROLES)}, got {value!r}; nothing was run.", code="invalid_role"
+        )
+    return role
+
+
+def _response_format(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        return response_format_of(value)
+    except ValueError as exc:
+        raise InvalidRequestError(
+            f"response_format is not usable: {exc}. Send a JSON schema such as "
+            '{"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}.',
+            code="invalid_response_format",
+        ) from None
 
 
 async def run_compat(
@@ -112,12 +213,17 @@ async def run_compat(
     agent: AgentRoute,
     settings: HostSettings,
     clock: Clock,
+    wait_seconds: float,
 ) -> func.HttpResponse:
-    """Run one turn for a `/run` request and answer in that host's shape."""
+    """Run one turn for a `/run` request and answer in that host's shape, waiting up to `wait_seconds`."""
     request = parse_run_request(req, settings, agent)
     conversations = ConversationClient(client, agent.entity_name)
     turn_id = new_turn_id(clock.now_ms())
-    await conversations.signal(request.session_id, RUN_OPERATION, {"turnId": turn_id, "message": request.message})
+    operation = request.operation(turn_id)
+    imported = await history_to_import(client, agent, request.session_id, clock.now_ms())
+    if imported is not None:
+        operation["imported"] = imported
+    await conversations.signal(request.session_id, RUN_OPERATION, operation)
     expiry = TurnExpiry(client, agent, request.session_id, clock)
     agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
     turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"
@@ -125,7 +231,7 @@ async def run_compat(
     if not request.wait:
         await expiry.finish()
         return _answer(request, 202, {"response": "Agent request accepted", **base, "status": "accepted"}, turn_url)
-    state = await conversations.wait_for_turn(request.session_id, turn_id, settings.default_wait_seconds)
+    state = await conversations.wait_for_turn(request.session_id, turn_id, wait_seconds)
     await expiry.finish((state or {}).get(TURN_COUNT_KEY))
     if state is None:
         pending = {"response": "Agent is still processing.", **base, "status": "pending"}
@@ -140,8 +246,12 @@ async def run_compat(
             error = TurnExpiredError(request.session_id, turn_id).to_record()
         failed = {"response": None, **base, "status": "failed", "error": error}
         return _answer(request, status_for_code(error["code"]), failed, turn_url)
-    answer = {**base, "response": turn_text(answer_messages(state, record)), "status": "success"}
+    messages = answer_messages(state, record)
+    answer = {**base, "response": turn_text(messages), "status": "success"}
+    if record.get(STRUCTURED_KEY):
+        answer["value"] = json.loads(answer["response"])
     answer["message_count"] = len(state.get(MESSAGES_KEY, []))
+    answer["agent_response"] = agent_response(messages, state, turn_id)
     return _answer(request, 200, answer, turn_url)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
-from .._errors import InvalidRequestError, WorkflowNotFoundError
+from .._errors import InvalidRequestError, RunNotFoundError, WorkflowNotFoundError
 from .._settings import HostSettings
 from .._workflows.contract import ResponseBody, RunReadQuery, RunStartBody, WorkflowRoute
 from .requests import (
@@ -29,7 +29,12 @@ from .requests import (
     query,
 )
 from .responses import json_response, respond
-from .workflow_runs import RunView, WorkflowRuns, validate_run_id
+from .workflow_runs import (
+    RunView,
+    WorkflowRuns,
+    is_run_id,
+    validate_run_id,
+)
 
 
 class WorkflowRoutes:
@@ -100,7 +105,13 @@ class WorkflowRoutes:
             value = _compat_input(req, self._settings.max_message_bytes)
             runs = WorkflowRuns(client)
             requested = req.params.get("runId")
-            run_id = await runs.start(route, value, None, run_id=validate_run_id(requested) if requested else None)
+            run_id = await runs.start(
+                route,
+                value,
+                None,
+                run_id=validate_run_id(requested, name="'runId'") if requested else None,
+                published=True,
+            )
             if _flag(req, "waitForResponse", "x-ms-wait-for-response"):
                 seconds = _compat_timeout(req)
                 view = await runs.wait(route, await runs.view(route, run_id), seconds)
@@ -108,7 +119,7 @@ class WorkflowRoutes:
                     body: dict[str, Any] = {
                         "instanceId": run_id,
                         "runtimeStatus": view.runtime.runtime_status.name,
-                        "output": view.outputs if view.status == "completed" else None,
+                        "output": _published_output(route, view),
                     }
                     if view.status == "failed":
                         body["error"] = view.error["message"] if view.error else None
@@ -131,14 +142,14 @@ class WorkflowRoutes:
 
         async def handle() -> func.HttpResponse:
             route = self._route(req)
-            run_id = validate_run_id(req.route_params.get("instanceId", ""))
+            run_id = _published_path_run_id(req, route)
             view = await WorkflowRuns(client).view(route, run_id)
             runtime = view.runtime
             body: dict[str, Any] = {
                 "instanceId": run_id,
                 "runtimeStatus": runtime.runtime_status.name,
                 "customStatus": runtime.custom_status,
-                "output": view.outputs if view.status == "completed" else None,
+                "output": _published_output(route, view),
                 "error": view.error["message"] if view.error else None,
                 "createdTime": runtime.created_time.isoformat() if runtime.created_time else None,
                 "lastUpdatedTime": runtime.last_updated_time.isoformat() if runtime.last_updated_time else None,
@@ -165,7 +176,7 @@ class WorkflowRoutes:
 
         async def handle() -> func.HttpResponse:
             route = self._route(req)
-            run_id = validate_run_id(req.route_params.get("instanceId", ""))
+            run_id = _published_path_run_id(req, route)
             request_id = req.route_params.get("requestId", "")
             value = _json_value(req, self._settings.max_message_bytes)
             await WorkflowRuns(client).answer(route, run_id, request_id, value)
@@ -189,6 +200,23 @@ class WorkflowRoutes:
             return json_response(200, view.body())
         location = f"{_base_url(req)}/workflows/{route.name}/runs/{view.run_id}"
         return json_response(202, view.body(), headers={"Location": location})
+
+
+def _published_output(route: WorkflowRoute, view: RunView) -> list[Any] | None:
+    """A finished run's output as agent-framework-azurefunctions shows it: what the non-agent executors yielded."""
+    return view.outputs_without(route.agent_executor_ids) if view.status == "completed" else None
+
+
+def _published_path_run_id(req: func.HttpRequest, route: WorkflowRoute) -> str:
+    """The run id in a published route's path; one no run can have is not found, as that host answers it.
+
+    Raises:
+        RunNotFoundError: the id is not one a run can have.
+    """
+    run_id = req.route_params.get("instanceId", "")
+    if not is_run_id(run_id):
+        raise RunNotFoundError(route.name, run_id[:110])
+    return run_id
 
 
 def _base_url(req: func.HttpRequest) -> str:

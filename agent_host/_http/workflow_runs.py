@@ -33,7 +33,9 @@ from .._workflows.codec import encode
 from .._workflows.contract import (
     ANSWERED_KEY,
     CHILDREN_KEY,
+    OUTPUTS_KEY,
     PENDING_KEY,
+    PRODUCERS_KEY,
     RESPONSE_FIELD,
     RUN_ID_PATTERN,
     STATUS_KEY,
@@ -66,6 +68,19 @@ class RunView:
     answered: list[str]
     error: dict[str, str] | None
     runtime: df.DurableOrchestrationStatus
+    # The executor that yielded each output (None for a run an older version of this host finished).
+    producers: list[str] | None = None
+
+    def outputs_without(self, executor_ids: frozenset[str]) -> list[Any]:
+        """The outputs yielded by executors other than these (agent-framework-azurefunctions' outputs leave out
+        the agent nodes' answers)."""
+        if self.producers is None or len(self.producers) != len(self.outputs):
+            return self.outputs
+        return [
+            output
+            for output, producer in zip(self.outputs, self.producers, strict=True)
+            if producer not in executor_ids
+        ]
 
     def body(self) -> dict[str, Any]:
         """The run as `GET .../runs/{runId}` shows it."""
@@ -135,18 +150,21 @@ class WorkflowRuns:
     def __init__(self, client: df.DurableOrchestrationClient) -> None:
         self._runs = WorkflowRunClient(client)
 
-    async def start(self, route: WorkflowRoute, value: Any, key: str | None, *, run_id: str | None = None) -> str:
+    async def start(
+        self, route: WorkflowRoute, value: Any, key: str | None, *, run_id: str | None = None, published: bool = False
+    ) -> str:
         """Start a run of `route` with `value` as its input and return its run id.
 
         An idempotency key names the run: a retry with the same key and input finds the run it started instead of
-        starting another.
+        starting another. `published`: the input came through agent-framework-azurefunctions' route, and is read
+        as that host reads it.
 
         Raises:
             InvalidRequestError: the start executor takes no input of that shape (`invalid_workflow_input`).
             IdempotencyConflictError: the key's run has another input (or belongs to another workflow).
         """
         try:
-            coerced = route.coerce_input(value)
+            coerced = route.coerce_input(value, published=published)
         except ValueError as exc:
             raise InvalidRequestError(f"The input does not fit: {exc}.", code="invalid_workflow_input") from None
         orchestration_input = {"input": encode(coerced)}
@@ -180,13 +198,16 @@ class WorkflowRuns:
             # A sub-workflow waiting for input keeps its parent's superstep open: the run waits for input.
             state = WAITING_FOR_INPUT
         outputs: list[Any] = []
+        producers: list[str] | None = None
         error = None
         if state == "completed" and isinstance(status.output, dict):
-            outputs = list(status.output.get("outputs", []))
+            outputs = list(status.output.get(OUTPUTS_KEY, []))
+            if isinstance(status.output.get(PRODUCERS_KEY), list):
+                producers = list(status.output[PRODUCERS_KEY])
         elif state == "failed":
             error = {"code": "workflow_failed", "message": _failure(status.output)}
         answered = list(custom.get(ANSWERED_KEY, []))
-        return RunView(run_id, route.name, state, outputs, pending, answered, error, status)
+        return RunView(run_id, route.name, state, outputs, pending, answered, error, status, producers)
 
     async def _pending(self, custom: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
         found = [
@@ -267,19 +288,26 @@ class WorkflowRuns:
         return await self._owner(children[ordinal], rest)
 
 
-def validate_run_id(value: str) -> str:
-    """A run id as a caller sent it, checked.
+def validate_run_id(value: str, *, name: str = "Run id") -> str:
+    """A run id as a caller sent it (`name` says where), checked.
 
     Raises:
-        InvalidRequestError: it is not a run id (`invalid_run_id`).
+        InvalidRequestError: it is not 1-100 letters, digits, `.`, `_`, `-`, `:` or `~` starting with a letter or
+            digit (`invalid_run_id`).
     """
-    if not re.fullmatch(RUN_ID_PATTERN, value or ""):
+    if not is_run_id(value):
+        shown = value if len(str(value)) <= 110 else f"{str(value)[:110]}..."
         raise InvalidRequestError(
-            f"Run id {value!r} is not 1-64 letters, digits, '_' or '-' starting with a letter or digit; use the "
-            "runId a start returned.",
+            f"{name} {shown!r} is not 1-100 letters, digits, '.', '_', '-', ':' or '~' starting with a letter or "
+            "digit; use the runId a start returned.",
             code="invalid_run_id",
         )
     return value
+
+
+def is_run_id(value: object) -> bool:
+    """Whether `value` is an id a run can have."""
+    return isinstance(value, str) and re.fullmatch(RUN_ID_PATTERN, value) is not None
 
 
 def _request_data(request: Mapping[str, Any]) -> Any:

@@ -95,6 +95,10 @@ class DurableWebhookApi:
             )
         name = segments[1].lower()
         key = "/".join(segments[2:])
+        if request.method == "GET" and name not in self._scheduler.entity_names:
+            # As on Azure, a read reaches any entity the task hub holds, such as one an earlier app's function
+            # wrote (agent-framework-azurefunctions' dafx-* entities, read to import their conversations).
+            return await self._read(name, key)
         if name not in self._scheduler.entity_names:
             known = ", ".join(sorted(self._scheduler.entity_names)) or "none"
             return error_response(

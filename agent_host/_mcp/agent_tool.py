@@ -39,6 +39,7 @@ from .._errors import (
 )
 from .._expiry.starter import TurnExpiry
 from .._http.durable_client import ConversationClient
+from .._http.published_import import history_to_import
 from .._settings import HostSettings
 from .arguments import (
     idempotency_key_argument,
@@ -146,9 +147,15 @@ def _derived_session_id(agent_name: str, mcp_session: str | None, key: str) -> s
 
 
 async def run_agent_tool(
-    context: str, client: df.DurableOrchestrationClient, agent: AgentRoute, settings: HostSettings, clock: Clock
+    context: str,
+    client: df.DurableOrchestrationClient,
+    agent: AgentRoute,
+    settings: HostSettings,
+    clock: Clock,
+    wait_seconds: float,
 ) -> str:
-    """Serve one call of an agent's tool and return the tool result (see `results.py`).
+    """Serve one call of an agent's tool, waiting up to `wait_seconds` for the answer, and return the tool result
+    (see `results.py`).
 
     Every failure, the call's own or its turn's, is a tool error result with a code and a message; nothing raises
     to the extension, which would hide both behind a generic message.
@@ -158,7 +165,7 @@ async def run_agent_tool(
         call = parse_agent_tool_call(context, agent.name, settings.max_message_bytes)
         validate_conversation_id(call.session_id, agent)  # the backend's limit on the agent's entity ids
         session_id = call.session_id
-        return await _run_turn(call, client, agent, settings, clock)
+        return await _run_turn(call, client, agent, clock, wait_seconds)
     except AgentHostError as error:
         return error_result(error.to_record(), session_id=session_id)
     except Exception:
@@ -167,7 +174,7 @@ async def run_agent_tool(
 
 
 async def _run_turn(
-    call: AgentToolCall, client: df.DurableOrchestrationClient, agent: AgentRoute, settings: HostSettings, clock: Clock
+    call: AgentToolCall, client: df.DurableOrchestrationClient, agent: AgentRoute, clock: Clock, waited: float
 ) -> str:
     """Signal the turn (unless the key already has one) and answer from the state that settles it."""
     conversations = ConversationClient(client, agent.entity_name)
@@ -181,10 +188,11 @@ async def _run_turn(
             return _settled(agent, call, state, earlier[0], digest)
     turn_id = new_turn_id(clock.now_ms(), call.idempotency_key)
     operation = {"turnId": turn_id, **payload, "idempotencyKey": call.idempotency_key, "requestHash": digest}
+    imported = await history_to_import(client, agent, call.session_id, clock.now_ms())
+    if imported is not None:
+        operation["imported"] = imported
     await conversations.signal(call.session_id, RUN_OPERATION, operation)
     expiry = TurnExpiry(client, agent, call.session_id, clock)
-    # No 202 in MCP: wait as long as any HTTP request may, then say how to collect the answer.
-    waited = settings.max_wait_seconds
     state = await conversations.wait_for_turn(call.session_id, turn_id, waited)
     await expiry.finish((state or {}).get(TURN_COUNT_KEY))
     if state is None:

@@ -104,7 +104,13 @@ class OrchestrationAgent:
         prepared = run_options(options)
         conversation_id = self._conversation_of(session)
         call = AgentCall(self.name, conversation_id, self._new_turn_id(), prepared.response_format)
-        operation = RunOperation(turn_id=call.turn_id, message=text, reply=True, options=prepared.sent)
+        operation = RunOperation(
+            turn_id=call.turn_id,
+            message=text,
+            reply=True,
+            options=prepared.sent,
+            enable_tool_calls=prepared.tools_enabled,
+        )
         entity_task = self._context.call_entity(
             df.EntityId(self._route.entity_name, conversation_id),
             RUN_OPERATION,

@@ -30,10 +30,12 @@ class RunOptions:
     Attributes:
         sent: JSON chat options for the agent's run, or None when there are none.
         response_format: The requested structured output: a pydantic model class or a JSON schema mapping.
+        tools_enabled: False when the run must not use the agent's tools (`enable_tool_calls=False`).
     """
 
     sent: dict[str, Any] | None
     response_format: type[BaseModel] | Mapping[str, Any] | None
+    tools_enabled: bool = True
 
 
 def run_options(options: Mapping[str, Any] | None) -> RunOptions:
@@ -51,9 +53,9 @@ def run_options(options: Mapping[str, Any] | None) -> RunOptions:
             "run(options={'wait_for_response': False}) is not supported in agent-host orchestrations: yield the "
             "task to wait for the answer, or start the turn over HTTP with wait=false."
         )
-    if remaining.pop(ENABLE_TOOL_CALLS, True) is False:
-        # Asking the model not to call tools works with every client; an empty tool list would be merged away.
-        remaining["tool_choice"] = "none"
+    # The entity runs a turn without tools on a copy of the agent that has none (an empty tool list in the options
+    # would be merged away, and a model may ignore tool_choice alone).
+    tools_enabled = remaining.pop(ENABLE_TOOL_CALLS, True) is not False
     owned = [name for name in HOST_OWNED_RUN_OPTIONS if name in remaining]
     if owned:
         raise ValueError(
@@ -70,7 +72,7 @@ def run_options(options: Mapping[str, Any] | None) -> RunOptions:
                 f"run option {name!r} ({type(value).__name__}) cannot be sent to the agent's conversation: "
                 "options travel as JSON, so pass JSON values (strings, numbers, lists, dicts)."
             ) from None
-    return RunOptions(sent=remaining or None, response_format=response_format)
+    return RunOptions(sent=remaining or None, response_format=response_format, tools_enabled=tools_enabled)
 
 
 def response_format_schema(response_format: Any) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """Callbacks for pushing a turn's updates elsewhere (SignalR, Web PubSub), in agent-framework-azurefunctions' shape.
 
 A callback object has `on_streaming_response_update(update, context)` and `on_agent_response(response, context)`,
-either may be a coroutine; the context names the agent, the conversation and the turn. A callback that raises is
-logged and ignored: it never fails the turn. Knows core's update types, nothing about the entity or HTTP.
+either may be a coroutine; the context names the agent, the conversation and the turn. A callback that raises never
+fails the turn, but its developer sees it: a warning naming the callback and the exception (an `AttributeError`
+names the attribute), once per callback method and exception type in a turn, so a per-update failure does not
+flood the log. Knows core's update types, nothing about the entity or HTTP.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ class AgentCallbackContext:
         """The conversation the turn belongs to."""
         return self.session_id
 
+    @property
+    def thread_id(self) -> str | None:
+        """The conversation id under agent-framework-azurefunctions' older name (deprecated there; no warning here,
+        as callbacks read it on every update)."""
+        return self.session_id
+
 
 @runtime_checkable
 class AgentResponseCallbackProtocol(Protocol):
@@ -57,31 +65,46 @@ class AgentResponseCallbackProtocol(Protocol):
         ...
 
 
-async def notify_update(
-    callback: AgentResponseCallbackProtocol, update: AgentResponseUpdate, context: AgentCallbackContext
-) -> None:
-    """Hand the callback one update; what it raises is logged, never the turn's failure."""
-    await _call(callback.on_streaming_response_update, update, context)
+class CallbackNotifier:
+    """Hands one turn's updates and answer to a callback; what it raises is reported, never the turn's failure.
 
+    Args:
+        callback: The agent's callback.
+        context: What the callback is told about the turn.
+    """
 
-async def notify_response(
-    callback: AgentResponseCallbackProtocol, response: AgentResponse, context: AgentCallbackContext
-) -> None:
-    """Hand the callback the turn's answer; what it raises is logged, never the turn's failure."""
-    await _call(callback.on_agent_response, response, context)
+    def __init__(self, callback: AgentResponseCallbackProtocol, context: AgentCallbackContext) -> None:
+        self.callback = callback
+        self.context = context
+        self._reported: set[tuple[str, type[BaseException]]] = set()
 
+    async def update(self, update: AgentResponseUpdate) -> None:
+        """Hand the callback one update."""
+        await self._call(self.callback.on_streaming_response_update, update)
 
-async def _call(method: Any, value: Any, context: AgentCallbackContext) -> None:
-    try:
-        result = method(value, context)
-        if inspect.isawaitable(result):
-            await result
-    except Exception:
-        logger.warning(
-            "Callback %s for turn %s of %s/%s raised; the turn goes on",
-            getattr(method, "__qualname__", method),
-            context.correlation_id,
-            context.agent_name,
-            context.session_id,
-            exc_info=True,
-        )
+    async def response(self, response: AgentResponse) -> None:
+        """Hand the callback the turn's answer."""
+        await self._call(self.callback.on_agent_response, response)
+
+    async def _call(self, method: Any, value: Any) -> None:
+        try:
+            result = method(value, self.context)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            name = getattr(method, "__qualname__", repr(method))
+            if (name, type(exc)) in self._reported:
+                return
+            self._reported.add((name, type(exc)))
+            logger.warning(
+                "Callback %s raised %s: %s; turn %s of %s/%s goes on without it (later %s errors of this callback "
+                "method in this turn are not logged)",
+                name,
+                type(exc).__name__,
+                exc,
+                self.context.correlation_id,
+                self.context.agent_name,
+                self.context.session_id,
+                type(exc).__name__,
+                exc_info=True,
+            )

@@ -20,13 +20,22 @@ from agent_framework._workflows._state import State, _DeleteSentinel
 
 from .._event_loop import AGENT_LOOP
 from .codec import Identities, decode, encode
-from .contract import type_at, type_path
+from .contract import HOST_METADATA_KEY, type_at, type_path
 from .projection import Occurrences
 
 # One lock per executor object: its instance is shared by every run in this process, and its state is swapped in
 # (on_checkpoint_restore) and out (on_checkpoint_save) around each activity, so two runs must not interleave there.
 _LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
+
+
+class HostedRunnerContext(InProcRunnerContext):
+    """Core's in-process runner context, with the run's host metadata that `WorkflowHitlContext.from_context` reads
+    (agent-framework-azurefunctions' executors find it at `ctx._runner_context.host_metadata`)."""
+
+    def __init__(self, host_metadata: dict[str, str] | None) -> None:
+        super().__init__()
+        self.host_metadata = dict(host_metadata) if host_metadata else None
 
 
 def _lock_for(executor: Executor) -> threading.Lock:
@@ -62,7 +71,7 @@ async def _run(workflow: Workflow, executor: Executor, payload: dict[str, Any]) 
     state.import_state({key: inner(value) for key, value in payload["state"].items()})
     if payload.get("executorState") is not None:
         await executor.on_checkpoint_restore(inner(payload["executorState"]))
-    context = InProcRunnerContext()
+    context = HostedRunnerContext(payload.get(HOST_METADATA_KEY))
     context.set_yield_output_classifier(workflow._output_designation.classify)
     for item in payload["items"]:
         if item["kind"] == "response":

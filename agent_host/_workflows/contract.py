@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from agent_framework import Content, Workflow
+from agent_framework import AgentExecutor, Content, Workflow
 from agent_framework._workflows._typing_utils import is_instance_of, try_coerce_to_type
 from pydantic import Field, StrictBool, field_validator
 
 from .._contract import WireModel
 
 WORKFLOW_NAME_PATTERN = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
-RUN_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+# Up to 100 characters, as agent-framework-azurefunctions' `runId`, of those that travel in a URL path unescaped
+# (the durable client puts instance ids in its URLs as they are): letters, digits, `.`, `_`, `-`, `:` and `~`.
+RUN_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:~-]{0,99}"
 MAX_WAIT_SECONDS = 230.0
 DEFAULT_WAIT_SECONDS = 30.0
 
@@ -37,6 +40,16 @@ CHILDREN_KEY = "subWorkflows"
 MAX_ANSWERED_IN_STATUS = 100
 # The event a response is raised as on the run that owns the request: the request id itself.
 RESPONSE_FIELD = "response"
+# Keys of a run's result: its outputs, and the executor that yielded each.
+OUTPUTS_KEY = "outputs"
+PRODUCERS_KEY = "producers"
+# What an executor activity is told about the run it belongs to, under agent-framework-azurefunctions' names
+# (`WorkflowHitlContext.from_context` reads it): the addressable top-level run, and the `{executorId}~{n}~` path
+# of sub-workflows down to this one.
+HOST_METADATA_KEY = "host"
+HOST_INSTANCE_ID = "instance_id"
+HOST_WORKFLOW_NAME = "workflow_name"
+HOST_REQUEST_PATH_PREFIX = "request_path_prefix"
 
 
 @dataclass(frozen=True)
@@ -47,17 +60,33 @@ class WorkflowRoute:
     orchestrator_name: str
     workflow: Workflow = field(repr=False)
 
-    def coerce_input(self, value: Any) -> Any:
+    @property
+    def agent_executor_ids(self) -> frozenset[str]:
+        """The ids of the workflow's agent nodes (whose answers agent-framework-azurefunctions never outputs)."""
+        return frozenset(
+            key for key, executor in self.workflow.executors.items() if isinstance(executor, AgentExecutor)
+        )
+
+    def coerce_input(self, value: Any, *, published: bool = False) -> Any:
         """The run's input as the start executor takes it (JSON coerced to its input type).
+
+        A start executor that is an agent takes a JSON object or list as its JSON text, as
+        agent-framework-azurefunctions gives it to the agent: on the published routes (`published`) always, on ours
+        when it is no other input the agent takes.
 
         Raises:
             ValueError: the start executor takes no input of that shape.
         """
         start = self.workflow.get_start_executor()
+        as_text = isinstance(start, AgentExecutor) and isinstance(value, dict | list)
+        if as_text and published:
+            return json.dumps(value)
         for input_type in start.input_types:
             coerced = try_coerce_to_type(value, input_type)
             if is_instance_of(coerced, input_type):
                 return coerced
+        if as_text:
+            return json.dumps(value)
         names = ", ".join(type_label(item) for item in start.input_types) or "nothing"
         raise ValueError(
             f"workflow '{self.name}' starts at executor '{start.id}', which takes {names}; "

@@ -60,7 +60,7 @@ class WorkflowFunctions:
             raise ValueError(
                 f"Workflow name {workflow.name!r} is registered twice (as {clash!r}); give each workflow a unique name."
             )
-        plans = list(_with_sub_workflows(hosted))
+        plans = with_sub_workflows(hosted)
         names: dict[str, str] = {}
         for plan in plans:
             known = self._registered.get(plan.orchestrator_name.casefold())
@@ -130,10 +130,11 @@ class WorkflowFunctions:
         )
 
 
-def _with_sub_workflows(hosted: HostedWorkflow) -> list[HostedWorkflow]:
+def with_sub_workflows(hosted: HostedWorkflow) -> list[HostedWorkflow]:
+    """A hosted workflow and every sub-workflow under it, parents first."""
     found = [hosted]
     for child in hosted.sub_workflows.values():
-        found.extend(_with_sub_workflows(child))
+        found.extend(with_sub_workflows(child))
     return found
 
 

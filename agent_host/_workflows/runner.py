@@ -27,8 +27,14 @@ from .codec import Identities, decode, encode, to_json_output
 from .contract import (
     ANSWERED_KEY,
     CHILDREN_KEY,
+    HOST_INSTANCE_ID,
+    HOST_METADATA_KEY,
+    HOST_REQUEST_PATH_PREFIX,
+    HOST_WORKFLOW_NAME,
     MAX_ANSWERED_IN_STATUS,
+    OUTPUTS_KEY,
     PENDING_KEY,
+    PRODUCERS_KEY,
     RESPONSE_FIELD,
     RUNNING,
     STATUS_KEY,
@@ -48,7 +54,6 @@ logger = logging.getLogger("agent_host.workflows")
 # Keys of the orchestration's input and output.
 INPUT_KEY = "input"
 CHILD_KEY = "child"
-OUTPUTS_KEY = "outputs"
 CARRIED_KEY = "carried"
 # The custom status is capped at 16 KB on Azure: request data past this share is left out of it.
 MAX_STATUS_DATA_BYTES = 12 * 1024
@@ -90,6 +95,8 @@ class WorkflowRun:
         self.executor_states: dict[str, Any] = {}
         self.nodes: dict[str, NodeState] = {}
         self.outputs: list[Any] = []
+        self.producers: list[str] = []
+        self.host: dict[str, str] = {}
         self.pending: dict[str, PendingRequest] = {}
         self.answered: list[str] = []
         self.children: dict[str, str] = {}
@@ -110,6 +117,12 @@ class WorkflowRun:
     def run(self) -> Generator[Any, Any, dict[str, Any]]:
         """The orchestrator body: supersteps until no messages are left and no request is pending."""
         started = self.context.get_input() or {}
+        # A sub-workflow is addressed through the top-level run, as its parent told it.
+        self.host = started.get(HOST_METADATA_KEY) or {
+            HOST_INSTANCE_ID: self.context.instance_id,
+            HOST_WORKFLOW_NAME: self.workflow.name,
+            HOST_REQUEST_PATH_PREFIX: "",
+        }
         start_id = self.workflow.start_executor_id
         value = self._decode(started.get(INPUT_KEY), INTERNAL_SOURCE_ID(start_id))
         messages: dict[str, list[WorkflowMessage]] = {
@@ -135,7 +148,10 @@ class WorkflowRun:
             self._publish(WAITING_FOR_INPUT)
             responses = yield from self._wait_for_response()
         self._publish(RUNNING)
-        result: dict[str, Any] = {OUTPUTS_KEY: [to_json_output(output) for output in self.outputs]}
+        result: dict[str, Any] = {
+            OUTPUTS_KEY: [to_json_output(output) for output in self.outputs],
+            PRODUCERS_KEY: self.producers,
+        }
         if started.get(CHILD_KEY):
             result[CARRIED_KEY] = [encode(output, self.identities) for output in self.outputs]
         return result
@@ -165,6 +181,7 @@ class WorkflowRun:
             for executor_id, output in effects.outputs:
                 if self.workflow._output_designation.classify(executor_id) == "output":
                     self.outputs.append(output)
+                    self.producers.append(executor_id)
             for request in effects.requests:
                 self.pending[request.request_id] = request
         self.children.clear()
@@ -196,6 +213,7 @@ class WorkflowRun:
             "items": [self._activity_item(item) for item in items],
             "state": dict(self.shared),
             "executorState": self.executor_states.get(target_id),
+            HOST_METADATA_KEY: self.host,
         }
         result = yield from self._with_retries(lambda: self.context.call_activity(self.hosted.activity_name, payload))
         effects = NodeEffects()
@@ -233,8 +251,16 @@ class WorkflowRun:
                 continue
             instance_id = f"{self.context.instance_id}-{self.dispatches}"
             self.dispatches += 1
+            # The child's requests are qualified `{executorId}~{n}~` by its place among this executor's children in
+            # the status, which is where it is listed now.
+            ordinal = list(self.children.values()).count(executor.id)
             self.children[instance_id] = executor.id
-            data = {INPUT_KEY: encode(item.message.data, self.identities), CHILD_KEY: True}
+            prefix = f"{self.host[HOST_REQUEST_PATH_PREFIX]}{executor.id}~{ordinal}~"
+            data = {
+                INPUT_KEY: encode(item.message.data, self.identities),
+                CHILD_KEY: True,
+                HOST_METADATA_KEY: {**self.host, HOST_REQUEST_PATH_PREFIX: prefix},
+            }
             tasks.append((instance_id, data))
         self._publish(RUNNING)
         # Children run side by side; a child's own executors and agent turns retry under its policy.

@@ -65,7 +65,7 @@ def test_local_host_serves_every_route_under_the_prefix_and_nothing_under_api(
     finally:
         host.stop()
 
-    assert health.json()["agents"] == [{"name": "assistant"}]
+    assert [agent["name"] for agent in health.json()["agents"]] == ["assistant"]
     assert pending.status == 202
     assert location.startswith(f"{base_url}/v1/agents/assistant/conversations/c1/turns/")
     assert result.json()["text"] == "reply 1: hi"
@@ -115,7 +115,7 @@ def test_serve_command_takes_the_prefix_from_host_json_in_the_app_folder(tmp_pat
     banner, (prefixed, unprefixed) = serve_and_get(tmp_path, [("/v2/health", {}), ("/api/health", {})])
 
     assert "http://HOST/v2/health  [api_health]" in banner
-    assert prefixed == (200, {"status": "healthy", "agents": [{"name": "assistant"}]})
+    assert prefixed[0] == 200 and [agent["name"] for agent in prefixed[1]["agents"]] == ["assistant"]
     assert (unprefixed[0], unprefixed[1]["error"]["code"]) == (404, "not_found")
 
 

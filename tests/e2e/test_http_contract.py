@@ -30,7 +30,12 @@ def test_health_lists_the_agents(host: RunningHost) -> None:
     reply = host.request("GET", "/api/health")
 
     assert reply.status == 200
-    assert reply.json() == {"status": "healthy", "agents": [{"name": "assistant"}]}
+    assert reply.json() == {
+        "status": "healthy",
+        "agents": [{"name": "assistant", "type": "Agent", "http_endpoint_enabled": True, "mcp_tool_enabled": False}],
+        "agent_count": 1,
+        "workflows": [],
+    }
 
 
 def test_a_later_turn_recalls_an_earlier_one(host: RunningHost) -> None:

@@ -137,10 +137,53 @@ def test_a_callback_that_raises_is_logged_and_the_turn_completes(caplog: pytest.
     app = build_app(default_callback=RaisingCallback())
     app.add_agent(make_agent(StreamingChatClient()))
 
+    record = run(driver_for(app, "assistant"), "t1", "say three words")
+
+    warnings = [entry.getMessage() for entry in caplog.records if entry.name == "agent_host.callbacks"]
+    assert record["status"] == "completed"
+    # One warning per callback method and exception type, not one per update.
+    assert [message.split(";")[0] for message in warnings] == [
+        "Callback RaisingCallback.on_streaming_response_update raised RuntimeError: push service down",
+        "Callback RaisingCallback.on_agent_response raised RuntimeError: push service down",
+    ]
+
+
+class LegacyThreadCallback:
+    """Reads the context as agent-framework-azurefunctions' older callbacks do, and an attribute no host has."""
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+        self.seen: list[Any] = []
+
+    def on_streaming_response_update(self, update: AgentResponseUpdate, context: AgentCallbackContext) -> None:
+        self.seen.append(getattr(context, self.attribute))
+
+    def on_agent_response(self, response: AgentResponse, context: AgentCallbackContext) -> None:
+        self.seen.append(getattr(context, self.attribute))
+
+
+def test_a_callback_reads_the_conversation_id_as_thread_id_without_a_warning() -> None:
+    callback = LegacyThreadCallback("thread_id")
+    app = build_app(default_callback=callback)
+    app.add_agent(make_agent(StreamingChatClient()))
+
     record = run(driver_for(app, "assistant"), "t1", "hi")
 
     assert record["status"] == "completed"
-    assert "raised; the turn goes on" in caplog.text
+    assert set(callback.seen) == {"c1"} and len(callback.seen) > 1
+
+
+def test_a_callback_failing_on_an_attribute_names_the_attribute_in_its_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = build_app(default_callback=LegacyThreadCallback("channel_id"))
+    app.add_agent(make_agent(StreamingChatClient()))
+
+    run(driver_for(app, "assistant"), "t1", "hi")
+
+    warnings = [entry for entry in caplog.records if entry.name == "agent_host.callbacks"]
+    assert len(warnings) == 2
+    assert "AttributeError: 'AgentCallbackContext' object has no attribute 'channel_id'" in warnings[0].getMessage()
 
 
 def test_a_stream_store_that_fails_costs_the_stream_not_the_turn() -> None:

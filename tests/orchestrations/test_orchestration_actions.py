@@ -201,12 +201,13 @@ def test_misuse_fails_at_the_call_with_what_to_do(app: Any, call: Any, error: ty
         call(writer, editor)
 
 
-def test_enable_tool_calls_false_asks_the_model_for_no_tool_calls(app: Any) -> None:
+def test_enable_tool_calls_false_asks_the_entity_for_a_turn_without_tools(app: Any) -> None:
     writer = app.get_agent(orchestration_context(), "writer")
 
     task = writer.run("Hi", options={"enable_tool_calls": False, "temperature": 0.2})
 
-    assert json.loads(task.action_repr.to_json()["input"])["options"] == {"temperature": 0.2, "tool_choice": "none"}
+    sent = json.loads(task.action_repr.to_json()["input"])
+    assert (sent["options"], sent["enableToolCalls"]) == ({"temperature": 0.2}, False)
 
 
 def test_get_session_joins_the_conversation_it_names(app: Any) -> None:

@@ -60,6 +60,10 @@ EXPECTED_STATUS = {
     "invalid_workflow_input": 400,
     "invalid_run_id": 400,
     "invalid_response": 400,
+    "invalid_response_format": 400,
+    "invalid_options": 400,
+    "invalid_contents": 400,
+    "invalid_role": 400,
     "unknown_approval": 400,
     "agent_not_found": 404,
     "conversation_not_found": 404,
@@ -77,6 +81,7 @@ EXPECTED_STATUS = {
     "state_corrupt": 422,
     "state_version_unsupported": 422,
     "turn_failed": 502,
+    "invalid_structured_output": 502,
     "storage_unavailable": 503,
     "state_capacity_exceeded": 507,
 }
@@ -169,7 +174,7 @@ def test_a_refused_code_message_lists_the_declared_ones() -> None:
 
     assert "invalid_body, invalid_json, invalid_encoding, missing_message" in str(caught.value)
     assert str(caught.value).endswith(
-        "unknown_operation, invalid_workflow_run, invalid_workflow_input, invalid_run_id, invalid_response."
+        "invalid_run_id, invalid_response, invalid_response_format, invalid_options, invalid_contents, invalid_role."
     )
 
 

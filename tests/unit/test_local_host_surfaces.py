@@ -175,6 +175,18 @@ def test_the_apps_client_uses_a_private_loopback_listener_and_the_public_webhook
     assert (private_read.status, private_read.json()) == (200, 1)
 
 
+def test_a_read_reaches_an_entity_the_app_has_no_function_for_as_on_azure(serve) -> None:
+    # The task hub keeps an earlier app's entities (agent-framework-azurefunctions' dafx-*): reading one is allowed.
+    served = serve()
+    served.host.store.write_state("dafx-joker", "s1", '{"schemaVersion": "1.1.0"}')
+
+    kept = request(served.private, "GET", "/runtime/webhooks/durabletask/entities/dafx-joker/s1")
+    absent = request(served.private, "GET", "/runtime/webhooks/durabletask/entities/dafx-joker/s2")
+
+    assert (kept.status, kept.json()) == (200, {"schemaVersion": "1.1.0"})
+    assert_json_error(absent, 404, "not_found")
+
+
 def test_without_a_key_the_public_webhook_answers_loopback_clients_and_refuses_unknown_entities(serve) -> None:
     served = serve()
 

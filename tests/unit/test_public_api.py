@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tomllib
 import types
+from pathlib import Path
 
 import agent_host
 from agent_host._errors import public_error_classes
@@ -63,7 +65,15 @@ def test_public_api_is_exactly_this() -> None:
         "TurnStreamStore",
         "UnknownApprovalError",
         "UnsupportedMediaTypeError",
+        "WorkflowHitlContext",
         "WorkflowNotFoundError",
         "WorkflowRetryPolicy",
         "chat_client_from_settings",
     ]
+
+
+def test_the_version_is_the_projects() -> None:
+    # The package ships inside the function app's folder, not installed: its version is written in the package.
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+
+    assert agent_host.__version__ == project["project"]["version"]

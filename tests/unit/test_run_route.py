@@ -209,7 +209,12 @@ def test_an_unreadable_value_falls_through_to_the_next_source() -> None:
     assert waits(header="perhaps", query="false", body=True) is False
     assert waits(header="perhaps", query="later", body=False) is False
     assert waits(header="", query="", body="maybe") is True
-    assert waits(body=0) is True  # a number is neither a boolean nor a word
+    assert waits(body=[False]) is True  # neither a boolean, a number nor a word
+
+
+@pytest.mark.parametrize(("number", "expected"), [(0, False), (1, True), (0.0, False), (2.5, True)])
+def test_a_number_reads_as_that_host_reads_it(number: float, expected: bool) -> None:
+    assert waits(body=number) is expected
 
 
 @pytest.mark.parametrize(("word", "expected"), [("1", True), ("y", True), (" No ", False), ("0", False), ("n", False)])
@@ -291,3 +296,103 @@ def test_a_body_that_is_not_utf8_is_invalid_encoding() -> None:
 
     assert error.code == "invalid_encoding"
     assert "byte 3" in error.message
+
+
+# --- The published fields, in either spelling ------------------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"message": "hi", "sessionId": "s1"},
+        {"message": "hi", "threadId": "s1"},
+        {"message": "hi", "session_id": "s1", "sessionId": "s1"},
+    ],
+    ids=["sessionId", "threadId", "both spellings agree"],
+)
+def test_the_camel_case_session_names_are_read_too(body: dict[str, Any]) -> None:
+    assert parse(body, JSON).session_id == "s1"
+
+
+def test_camel_case_session_names_conflict_like_the_others() -> None:
+    error = refusal({"message": "hi", "sessionId": "s1"}, JSON, {"thread_id": "s2"})
+
+    assert error.code == "conflicting_session_id"
+    assert (
+        error.message
+        == "Conflicting session identifiers supplied: sessionId in the body='s1', thread_id in the query='s2'."
+    )
+
+
+def test_wait_for_response_in_camel_case_is_read_in_body_and_query() -> None:
+    assert parse({"message": "hi", "waitForResponse": False}, JSON).wait is False
+    assert parse(b"hi", TEXT, {"waitForResponse": "no"}).wait is False
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({}, ("user", None, True)),
+        ({"role": "SYSTEM "}, ("system", None, True)),
+        ({"role": "  "}, ("user", None, True)),
+        ({"enable_tool_calls": False}, ("user", None, False)),
+        ({"enableToolCalls": "no"}, ("user", None, False)),
+        ({"enable_tool_calls": 1}, ("user", None, True)),
+        (
+            {"response_format": SCHEMA},
+            ("user", {"type": "json_schema", "json_schema": {"name": "response", "schema": SCHEMA}}, True),
+        ),
+        (
+            {"responseFormat": {"type": "json_schema", "json_schema": {"name": "note", "schema": SCHEMA}}},
+            ("user", {"type": "json_schema", "json_schema": {"name": "note", "schema": SCHEMA}}, True),
+        ),
+    ],
+)
+def test_role_response_format_and_tool_calls_are_read(body: dict[str, Any], expected: tuple[Any, ...]) -> None:
+    request = parse({"message": "hi", **body}, JSON)
+
+    assert (request.role, request.response_format, request.enable_tool_calls) == expected
+
+
+def test_the_operation_carries_only_what_differs_from_a_plain_turn() -> None:
+    plain = parse({"message": "hi"}, JSON)
+    asked = parse({"message": "hi", "role": "system", "response_format": SCHEMA, "enable_tool_calls": False}, JSON)
+
+    assert plain.operation("t1") == {"turnId": "t1", "message": "hi"}
+    assert asked.operation("t1") == {
+        "turnId": "t1",
+        "message": "hi",
+        "role": "system",
+        "responseFormat": {"type": "json_schema", "json_schema": {"name": "response", "schema": SCHEMA}},
+        "enableToolCalls": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "problem"),
+    [
+        ({"role": "tool"}, "invalid_role", "role must be one of user, system, assistant, got 'tool'"),
+        ({"role": 7}, "invalid_role", "got 7"),
+        ({"response_format": "json"}, "invalid_response_format", "it must be a JSON schema object, got str"),
+        ({"response_format": {"type": 5}}, "invalid_response_format", "is not a valid JSON schema"),
+        ({"enable_tool_calls": "sometimes"}, "invalid_body", "enable_tool_calls must be true or false"),
+        (
+            {"response_format": SCHEMA, "responseFormat": {"type": "object"}},
+            "invalid_body",
+            "The body gives response_format and responseFormat different values",
+        ),
+        (
+            {"enable_tool_calls": True, "enableToolCalls": False},
+            "invalid_body",
+            "enable_tool_calls and enableToolCalls different values (True and False)",
+        ),
+    ],
+)
+def test_unusable_published_fields_are_refused_naming_them(body: dict[str, Any], code: str, problem: str) -> None:
+    # That host accepts any role, 500s on a JSON schema and silently takes an unreadable switch for true.
+    error = refusal({"message": "hi", **body}, JSON)
+
+    assert error.code == code
+    assert problem in error.message
