@@ -200,7 +200,16 @@ def test_every_turn_body_field_is_documented() -> None:
     turns = section("http.md", "### `POST .../conversations/{conversationId}/turns`")
     fields = [field.alias or name for name, field in TurnRequest.model_fields.items()]
 
-    assert fields == ["message", "approvals", "wait", "timeoutSeconds", "stream"]
+    assert fields == [
+        "message",
+        "contents",
+        "approvals",
+        "wait",
+        "timeoutSeconds",
+        "stream",
+        "responseFormat",
+        "options",
+    ]
     assert [name for name in fields if not re.search(rf"^- `{name}`|\. `{name}`:", turns, flags=re.MULTILINE)] == []
 
 
