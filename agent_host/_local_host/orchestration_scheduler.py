@@ -228,6 +228,7 @@ class OrchestrationScheduler:
     def _drain(self, instance_id: str) -> None:
         """Worker body: run episodes of one instance until nothing in its inbox can be delivered."""
         storage_failures = 0
+        released = False
         try:
             while not self._stopping.is_set():
                 with self._lock:
@@ -252,13 +253,17 @@ class OrchestrationScheduler:
                     if instance_id in self._dirty:
                         continue
                     self._active.discard(instance_id)
+                    released = True
                     return
         except BaseException:
             logger.exception("orchestration worker for %s stopped unexpectedly", loggable(instance_id))
         finally:
-            with self._lock:
-                self._active.discard(instance_id)
-                self._dirty.discard(instance_id)
+            # Once released, the instance may already belong to a newer worker: releasing it again would let a third
+            # worker run episodes of it alongside that one (and deliver a completion twice).
+            if not released:
+                with self._lock:
+                    self._active.discard(instance_id)
+                    self._dirty.discard(instance_id)
 
     def _episode(self, instance_id: str) -> bool:
         """Plan and commit one episode.

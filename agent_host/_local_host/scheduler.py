@@ -263,6 +263,7 @@ class EntityScheduler:
         isolate_through = 0  # after a failure, signals up to this seq are retried one at a time
         failing_seq, failures = 0, 0
         storage_failures = 0
+        released = False
         try:
             while not self._stopping.is_set():
                 with self._lock:
@@ -281,6 +282,7 @@ class EntityScheduler:
                         if entity in self._dirty:
                             continue
                         self._active.discard(entity)
+                        released = True
                         return
                 if signals[0].seq <= isolate_through:
                     signals = signals[:1]
@@ -311,9 +313,12 @@ class EntityScheduler:
                 "entity worker for %s stopped unexpectedly; its signals stay queued", entity_label(name, key)
             )
         finally:
-            with self._lock:
-                self._active.discard(entity)
-                self._dirty.discard(entity)
+            # Once released, the entity may already belong to a newer worker: releasing it again would let a third
+            # worker run batches of it alongside that one.
+            if not released:
+                with self._lock:
+                    self._active.discard(entity)
+                    self._dirty.discard(entity)
 
     def _run_batch(self, name: str, key: str, signals: list[Signal], state: str | None) -> _Outcome | None:
         """Run one batch through the entity function.
