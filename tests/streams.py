@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream, tool
-from conftest import ScriptedChatClient
+from chat_clients import ScriptedChatClient
 
 from agent_host._streaming.channel import StreamEvent
 

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 import pytest
 from agent_framework import Content, Message, tool
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 
 NOTE = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}

@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from agent_framework import Message
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 
 from agent_host import HostSettings, OfflineChatClient

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from agent_framework import AgentResponse, AgentResponseUpdate
-from conftest import build_app, driver_for, make_agent
+from apps import build_app, driver_for, make_agent
 from streams import FailingTurnStreamStore, MemoryTurnStreamStore, StreamingChatClient, cancel_order, get_weather
 
 from agent_host import AgentCallbackContext, HostSettings

@@ -31,7 +31,7 @@ from agent_framework import (
     ToolResultCompactionStrategy,
     TruncationStrategy,
 )
-from conftest import build_app, driver_for
+from apps import build_app, driver_for
 from parity_fakes import (
     TOOL_RESULTS_PREFIX,
     CallLog,

@@ -30,7 +30,7 @@ from agent_framework import (
     SummarizationStrategy,
     ToolResultCompactionStrategy,
 )
-from conftest import build_app, driver_for
+from apps import build_app, driver_for
 from parity_fakes import RecordingChatClient
 from streams import MemoryTurnStreamStore
 from test_compaction_parity import (

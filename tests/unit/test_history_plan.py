@@ -17,7 +17,8 @@ from agent_framework import (
     Message,
     SlidingWindowStrategy,
 )
-from conftest import ScriptedChatClient, make_agent
+from apps import make_agent
+from chat_clients import ScriptedChatClient
 
 from agent_host._conversation.history import DurableHistoryProvider
 from agent_host._conversation.history_plan import plan_history, resolve_store

@@ -1,0 +1,52 @@
+"""Chat clients for tests: a scripted model that records what it receives, and one whose every call fails."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agent_framework import BaseChatClient, ChatResponse, Content, Message
+from agent_framework._middleware import ChatMiddlewareLayer
+from agent_framework._tools import FunctionInvocationLayer
+
+Script = Callable[[list[Message], Mapping[str, Any]], Message]
+
+
+class ScriptedChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], BaseChatClient[Any]):
+    """A deterministic model that records exactly what it receives on every call.
+
+    By default it replies "reply N: <last user text>"; a user message "call TOOL {json}" makes it call TOOL.
+    """
+
+    def __init__(self, script: Script | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.script = script
+        self.calls: list[list[Message]] = []
+
+    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
+        received = list(messages)
+        self.calls.append(received)
+        script = self.script or (lambda messages, _: default_reply(messages, len(self.calls)))
+        reply = script(received, options)
+        return ChatResponse(
+            messages=[reply], usage_details={"input_token_count": len(received), "output_token_count": 1}
+        )
+
+
+def default_reply(messages: list[Message], call_number: int) -> Message:
+    last = messages[-1]
+    if last.role == "tool":
+        return Message("assistant", [f"tool said {last.contents[0].result}"])
+    text = last.text or ""
+    if text.startswith("call "):
+        _, name, arguments = text.split(" ", 2)
+        return Message("assistant", [Content.from_function_call(f"call-{call_number}", name, arguments=arguments)])
+    return Message("assistant", [f"reply {call_number}: {text}"])
+
+
+class FailingChatClient(ScriptedChatClient):
+    """A model whose every call raises."""
+
+    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
+        self.calls.append(list(messages))
+        raise RuntimeError("model endpoint unavailable: secret-detail-123")
