@@ -20,7 +20,7 @@ from agent_framework import (
     tool,
 )
 from apps import make_agent
-from parity.parity_fakes import CallLog, RecordingChatClient
+from parity_fakes import CallLog, RecordingChatClient
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
 

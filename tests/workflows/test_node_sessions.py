@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agent_framework import Agent, AgentExecutor, WorkflowBuilder
 from hosting import RunningHost
-from parity.parity_fakes import CallLog, RecordingChatClient, SqliteHistoryProvider
+from parity_fakes import CallLog, RecordingChatClient, SqliteHistoryProvider
 
 from agent_host import AgentFunctionApp, HostSettings
 
