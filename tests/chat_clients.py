@@ -1,11 +1,11 @@
-"""Chat clients for tests: a scripted model that records what it receives, and one whose every call fails."""
+"""Chat clients for tests: a scripted model that records what it receives, streaming or not, and failing models."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agent_framework import BaseChatClient, ChatResponse, Content, Message
+from agent_framework import BaseChatClient, ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 
@@ -50,3 +50,45 @@ class FailingChatClient(ScriptedChatClient):
     async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
         self.calls.append(list(messages))
         raise RuntimeError("model endpoint unavailable: secret-detail-123")
+
+
+class StreamingChatClient(ScriptedChatClient):
+    """The scripted model, streaming: each reply's text word by word, then its usage, as streaming services do."""
+
+    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
+        response = await super()._inner_get_response(messages=messages, stream=False, options=options, **kwargs)
+        if not stream:
+            return response
+        return word_by_word(response)
+
+
+class MidStreamFailingChatClient(ScriptedChatClient):
+    """A model that streams the start of its reply, then fails."""
+
+    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
+        self.calls.append(list(messages))
+
+        async def updates() -> Any:
+            for word in ("Half ", "an "):
+                yield ChatResponseUpdate(role="assistant", contents=[Content.from_text(word)])
+            raise ConnectionError("model stream cut off")
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+
+def word_by_word(response: ChatResponse) -> ResponseStream[ChatResponseUpdate, ChatResponse]:
+    """`response` streamed as streaming services do: each text word by word, other contents whole, then the usage."""
+
+    async def updates() -> Any:
+        for message in response.messages:
+            for content in message.contents:
+                if content.type == "text":
+                    for number, word in enumerate(content.text.split(" ")):
+                        piece = word if number == 0 else f" {word}"
+                        yield ChatResponseUpdate(role=message.role, contents=[Content.from_text(piece)])
+                else:
+                    yield ChatResponseUpdate(role=message.role, contents=[content])
+        if response.usage_details:
+            yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(response.usage_details)])
+
+    return ResponseStream(updates(), finalizer=lambda _: response)

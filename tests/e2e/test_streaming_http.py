@@ -18,14 +18,12 @@ from typing import Any
 
 import pytest
 from apps import build_app, make_agent
-from chat_clients import FailingChatClient, default_reply
+from chat_clients import FailingChatClient, MidStreamFailingChatClient, StreamingChatClient, default_reply
 from clocks import ManualClock
 from hosting import RunningHost
 from streams import (
     MemoryTurnStreamStore,
-    MidStreamFailingChatClient,
     Sse,
-    StreamingChatClient,
     cancel_order,
     open_stream,
     parse_sse,
