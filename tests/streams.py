@@ -16,10 +16,14 @@ from agent_host._streaming.channel import StreamEvent
 
 
 class MemoryTurnStreamStore:
-    """The turn stream store protocol over a dict, usable from any thread and loop; refuses ids that do not grow."""
+    """The turn stream store protocol over a dict, usable from any thread and loop; refuses ids that do not grow.
+
+    It has no wait of its own (readers poll it) and counts its reads.
+    """
 
     def __init__(self) -> None:
         self.streams: dict[str, list[StreamEvent]] = {}
+        self.reads = 0
         self.appends: list[tuple[str, int]] = []  # (stream, events in the write)
         self.deleted: list[str] = []
         self._lock = threading.Lock()
@@ -36,6 +40,7 @@ class MemoryTurnStreamStore:
 
     async def read(self, stream: str, after: int = 0, limit: int = 1000) -> list[StreamEvent]:
         with self._lock:
+            self.reads += 1
             return [event for event in self.streams.get(stream, []) if event.id > after][:limit]
 
     async def last_id(self, stream: str) -> int:
