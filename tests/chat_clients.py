@@ -44,6 +44,25 @@ def default_reply(messages: list[Message], call_number: int) -> Message:
     return Message("assistant", [f"reply {call_number}: {text}"])
 
 
+class EchoScript:
+    """A `ScriptedChatClient` script: the answer a test set in `next_answer` (once), else `echo: <last text>`.
+
+    Keeps what each call was sent in `sent`: its messages and its options.
+    """
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[list[Message], Mapping[str, Any]]] = []
+        self.next_answer: str | None = None
+
+    def __call__(self, messages: list[Message], options: Mapping[str, Any]) -> Message:
+        self.sent.append((list(messages), dict(options)))
+        return self.reply(messages)
+
+    def reply(self, messages: list[Message]) -> Message:
+        answer, self.next_answer = self.next_answer, None
+        return Message("assistant", [answer or f"echo: {messages[-1].text}"])
+
+
 class FailingChatClient(ScriptedChatClient):
     """A model whose every call raises."""
 
