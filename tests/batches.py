@@ -1,4 +1,8 @@
-"""Entity batches in the host's JSON format, and a driver that feeds the returned state back like the host does."""
+"""Entity batches in the Durable Functions host's JSON format, and a driver that feeds the returned state back.
+
+The format is written here from the protocol, never taken from the local host, so that tests driving an entity
+function with it check the entity against what the real host sends, not against the local host's reading of it.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_host._conversation.turn_records import answer_messages, turn_text
-from agent_host._local_host.scheduler import entity_batch_json, signal_body
+
+
+def signal_input(payload: Any) -> str | None:
+    """An operation's input as the host delivers a client's signal: the JSON text of the JSON text of `payload`.
+
+    `DurableOrchestrationClient.signal_entity` posts `json.dumps(payload)` (None for a falsy payload) through aiohttp's
+    `json=`, which encodes it again; the extension hands the request body on as the operation's input, and the
+    entity's `get_input` decodes it twice (`json.loads`, then `df_loads`).
+    """
+    return json.dumps(json.dumps(payload)) if payload else None
 
 
 def entity_batch(name: str, key: str, state: str | None, operations: Sequence[tuple[str, Any]]) -> str:
-    """The JSON the Durable Functions host sends an entity function, each input encoded twice as the host does."""
-    return entity_batch_json(name, key, state, [(operation, signal_body(payload)) for operation, payload in operations])
+    """The JSON the host sends an entity function for signalled operations, as the SDK's entity trigger reads it.
+
+    The extension's entity trigger binding writes the entity's identity (`self`), whether it exists, its stored state
+    text and the batch, each operation as `name`, `input` and `isSignal`; `DurableEntityContext.from_json` and
+    `Entity.handle` read exactly these keys.
+
+    Args:
+        name: The entity name, lower-case as the host keeps it.
+        key: The entity key.
+        state: The stored state text, or None when the entity does not exist.
+        operations: (operation name, payload) pairs in delivery order, each payload sent as a client signal.
+    """
+    batch = [{"name": operation, "input": signal_input(payload), "isSignal": True} for operation, payload in operations]
+    return json.dumps({"self": {"name": name, "key": key}, "exists": state is not None, "state": state, "batch": batch})
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""A local host on 127.0.0.1 running in its own thread and event loop, restartable, with a small HTTP client."""
+"""A local host on 127.0.0.1 running in its own thread and event loop, restartable, with a small HTTP client; free
+ports and `serve` processes for tests that start their own."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -118,6 +120,13 @@ class RunningHost:
         reply = Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
         connection.close()
         return reply
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now, on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def start_serve(

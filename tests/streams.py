@@ -1,4 +1,4 @@
-"""Helpers for streaming tests: an in-memory turn stream store, a model that streams, and an SSE client."""
+"""Helpers for streaming tests: an in-memory turn stream store, canned tools, and an SSE client."""
 
 from __future__ import annotations
 
@@ -10,17 +10,20 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream, tool
-from conftest import ScriptedChatClient
+from agent_framework import tool
 
 from agent_host._streaming.channel import StreamEvent
 
 
 class MemoryTurnStreamStore:
-    """The turn stream store protocol over a dict, usable from any thread and loop; refuses ids that do not grow."""
+    """The turn stream store protocol over a dict, usable from any thread and loop; refuses ids that do not grow.
+
+    It has no wait of its own (readers poll it) and counts its reads.
+    """
 
     def __init__(self) -> None:
         self.streams: dict[str, list[StreamEvent]] = {}
+        self.reads = 0
         self.appends: list[tuple[str, int]] = []  # (stream, events in the write)
         self.deleted: list[str] = []
         self._lock = threading.Lock()
@@ -37,6 +40,7 @@ class MemoryTurnStreamStore:
 
     async def read(self, stream: str, after: int = 0, limit: int = 1000) -> list[StreamEvent]:
         with self._lock:
+            self.reads += 1
             return [event for event in self.streams.get(stream, []) if event.id > after][:limit]
 
     async def last_id(self, stream: str) -> int:
@@ -66,43 +70,6 @@ class FailingTurnStreamStore(MemoryTurnStreamStore):
         if self.failing:
             raise ConnectionError("stream store unavailable")
         await super().append(stream, events)
-
-
-class StreamingChatClient(ScriptedChatClient):
-    """The scripted model, streaming: each reply's text word by word, then its usage, as streaming services do."""
-
-    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
-        response = await super()._inner_get_response(messages=messages, stream=False, options=options, **kwargs)
-        if not stream:
-            return response
-        return ResponseStream(_word_updates(response), finalizer=lambda updates: response)
-
-
-class MidStreamFailingChatClient(ScriptedChatClient):
-    """A model that streams the start of its reply, then fails."""
-
-    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
-        self.calls.append(list(messages))
-
-        async def updates() -> Any:
-            for word in ("Half ", "an "):
-                yield ChatResponseUpdate(role="assistant", contents=[Content.from_text(word)])
-            raise ConnectionError("model stream cut off")
-
-        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
-
-
-async def _word_updates(response: ChatResponse) -> Any:
-    for message in response.messages:
-        for content in message.contents:
-            if content.type == "text":
-                for number, word in enumerate(content.text.split(" ")):
-                    piece = word if number == 0 else f" {word}"
-                    yield ChatResponseUpdate(role=message.role, contents=[Content.from_text(piece)])
-            else:
-                yield ChatResponseUpdate(role=message.role, contents=[content])
-    if response.usage_details:
-        yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(response.usage_details)])
 
 
 @tool

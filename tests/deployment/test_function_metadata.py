@@ -12,8 +12,9 @@ import typing
 
 import azure.functions as func
 import pytest
+from apps import build_app, make_agent
 from azurefunctions.extensions.base import RequestTrackerMeta, ResponseTrackerMeta
-from conftest import ScriptedChatClient, build_app, make_agent
+from chat_clients import ScriptedChatClient
 from worker_metadata import IndexedApp, index, load_template_module, offline_environment, template_app
 
 from agent_host._app import entity_name_for

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import hosting
 import pytest
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 
 from agent_host.__main__ import route_prefix

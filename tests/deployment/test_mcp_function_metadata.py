@@ -22,7 +22,8 @@ from pathlib import Path
 import azure.functions as func
 import pytest
 from agent_framework import Executor, WorkflowBuilder, WorkflowContext, handler
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 from hosting import child_pythonpath
 from worker_metadata import ROOT, FunctionMetadata, IndexedApp, index
 

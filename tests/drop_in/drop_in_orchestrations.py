@@ -16,8 +16,8 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 from agent_framework import Agent, Message
+from chat_clients import ScriptedChatClient
 from clocks import ManualClock
-from conftest import ScriptedChatClient
 from pydantic import BaseModel, ValidationError
 
 from agent_host import AgentFunctionApp, OfflineChatClient  # was: from agent_framework_azurefunctions import ...

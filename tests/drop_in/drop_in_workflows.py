@@ -30,7 +30,7 @@ from agent_framework import (
     handler,
     response_handler,
 )
-from conftest import ScriptedChatClient
+from chat_clients import ScriptedChatClient
 from pydantic import BaseModel, ValidationError
 
 from agent_host import AgentFunctionApp, OfflineChatClient, WorkflowHitlContext  # was: agent_framework_azurefunctions

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import ScriptedChatClient
+from chat_clients import ScriptedChatClient
 from drop_in_hosts import module_host, path_of, poll
 from drop_in_workflows import no_shared_state_app, spam_filter
 from hosting import RunningHost

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_framework import tool
-from conftest import build_app, make_agent
+from apps import build_app, make_agent
 from hosting import RunningHost
 
 from agent_host import OfflineChatClient

@@ -12,8 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient, default_reply
 from clocks import ManualClock
-from conftest import ScriptedChatClient, build_app, default_reply, make_agent
 from hosting import RunningHost
 
 BASE = "/api/agents/assistant/conversations"

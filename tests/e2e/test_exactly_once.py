@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ScriptedChatClient, build_app, default_reply, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient, default_reply
 from hosting import RunningHost
 
 from agent_host import HostSettings, OfflineChatClient

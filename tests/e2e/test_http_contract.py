@@ -7,7 +7,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import FailingChatClient, ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import FailingChatClient, ScriptedChatClient
 from hosting import RunningHost
 
 from agent_host import OfflineChatClient

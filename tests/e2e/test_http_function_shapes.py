@@ -13,7 +13,8 @@ from typing import Any
 
 import azure.functions as func
 import pytest
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 from hosting import Reply, RunningHost
 
 from agent_host._local_host import LocalHost

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agent_framework import Agent, CompactionProvider, InMemoryHistoryProvider, SummarizationStrategy, tool
-from conftest import build_app
+from apps import build_app
 from hosting import RunningHost
 
 from agent_host import HostSettings, OfflineChatClient, RetentionSettings

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import build_app, make_agent
+from apps import build_app, make_agent
 from hosting import RunningHost
 
 from agent_host import HostSettings, OfflineChatClient, RetentionSettings

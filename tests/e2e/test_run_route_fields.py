@@ -4,12 +4,13 @@ runs the tools), and `role`. Here each does what it says, on a model that record
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
 from agent_framework import Content, Message, tool
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import EchoScript, ScriptedChatClient
 from hosting import RunningHost
 
 NOTE = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
@@ -23,22 +24,16 @@ def refund(order_id: Annotated[str, "The order."]) -> str:
     return f"refunded {order_id}"
 
 
-class Model:
-    """Calls `refund` when asked to, answers `next_answer` when a test set one, and keeps what each call was sent."""
+class Model(EchoScript):
+    """The echoing script, calling `refund` when asked to and saying what the tool answered."""
 
-    def __init__(self) -> None:
-        self.sent: list[tuple[list[Message], Mapping[str, Any]]] = []
-        self.next_answer: str | None = None
-
-    def __call__(self, messages: list[Message], options: Mapping[str, Any]) -> Message:
-        self.sent.append((list(messages), dict(options)))
+    def reply(self, messages: list[Message]) -> Message:
         last = messages[-1]
         if last.role == "tool":
             return Message("assistant", [f"done: {last.contents[0].result}"])
         if "refund" in (last.text or ""):
             return Message("assistant", [Content.from_function_call("r1", "refund", arguments='{"order_id": "A-7"}')])
-        answer, self.next_answer = self.next_answer, None
-        return Message("assistant", [answer or f"echo: {last.text}"])
+        return super().reply(messages)
 
 
 MODEL = Model()

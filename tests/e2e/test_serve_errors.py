@@ -16,6 +16,7 @@ from pathlib import Path
 
 import hosting
 import pytest
+from hosting import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 # Interpreters older than 3.11 that may be installed (this machine's pyenv, Debian's); absent ones are skipped.
@@ -39,12 +40,6 @@ def environment(**settings: str) -> dict[str, str]:
     env["PYTHONPATH"] = hosting.child_pythonpath(ROOT)
     env.update(settings)
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def serve(folder: Path, *arguments: str, **settings: str) -> subprocess.CompletedProcess[str]:

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apps import build_app, make_agent
+from chat_clients import FailingChatClient, MidStreamFailingChatClient, StreamingChatClient, default_reply
 from clocks import ManualClock
-from conftest import FailingChatClient, build_app, default_reply, make_agent
 from hosting import RunningHost
 from streams import (
     MemoryTurnStreamStore,
-    MidStreamFailingChatClient,
     Sse,
-    StreamingChatClient,
     cancel_order,
     open_stream,
     parse_sse,

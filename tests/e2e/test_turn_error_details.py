@@ -22,7 +22,8 @@ import hosting
 import pytest
 from agent_framework import Agent, Message
 from agent_framework_openai import OpenAIChatCompletionClient
-from conftest import ScriptedChatClient, build_app
+from apps import build_app
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 from openai import AsyncOpenAI
 

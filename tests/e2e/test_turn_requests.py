@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from agent_framework import Message
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import EchoScript, ScriptedChatClient
 from hosting import RunningHost
 
 from agent_host import HostSettings, OfflineChatClient
@@ -29,22 +29,7 @@ TRIP = {
 LIMIT = 4096
 
 
-class Recording:
-    """Answers with the text of the last user message, or the JSON a test put in `next_answer`; keeps options."""
-
-    def __init__(self) -> None:
-        self.options: list[Mapping[str, Any]] = []
-        self.messages: list[list[Message]] = []
-        self.next_answer: str | None = None
-
-    def __call__(self, messages: list[Message], options: Mapping[str, Any]) -> Message:
-        self.options.append(dict(options))
-        self.messages.append(list(messages))
-        answer, self.next_answer = self.next_answer, None
-        return Message("assistant", [answer or f"echo: {messages[-1].text}"])
-
-
-RECORDING = Recording()
+RECORDING = EchoScript()
 
 
 def app() -> Any:
@@ -114,7 +99,7 @@ def test_chat_options_reach_the_model_under_cores_names(host: RunningHost) -> No
 
     answer = host.request("POST", f"{RECORDER}/opts-1/turns", {"message": "Hi.", "options": options})
 
-    sent = RECORDING.options[-1]
+    sent = RECORDING.sent[-1][1]
     assert answer.status == 200
     assert {name: sent.get(name) for name in ("temperature", "max_tokens", "top_p", "seed", "tool_choice")} == {
         "temperature": 0.2,
@@ -159,7 +144,7 @@ def test_contents_are_sent_and_stored_as_one_user_message(host: RunningHost) -> 
     answer = host.request("POST", f"{RECORDER}/pics-1/turns", {"contents": contents})
     stored = host.request("GET", f"{RECORDER}/pics-1/messages").json()["messages"][0]
 
-    sent = RECORDING.messages[-1][-1]
+    sent = RECORDING.sent[-1][0][-1]
     assert answer.status == 200 and answer.json()["text"] == "echo: What is in these pictures?"
     assert [(content.type, content.uri) for content in sent.contents] == [
         ("text", None),

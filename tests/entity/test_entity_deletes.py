@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
+from apps import build_app, driver_for, make_agent
 from batches import EntityDriver
-from conftest import ScriptedChatClient, build_app, driver_for, make_agent
+from chat_clients import ScriptedChatClient
 
 KEEP_ALL = {"mode": "keep_all", "maxStateBytes": 65536}
 

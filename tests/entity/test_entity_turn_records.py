@@ -7,8 +7,8 @@ delivered copy moves into the record, so a caller reading the turn later gets ex
 from __future__ import annotations
 
 from agent_framework import CompactionProvider, InMemoryHistoryProvider, SlidingWindowStrategy
+from apps import build_app, driver_for, make_agent
 from batches import EntityDriver, delivered
-from conftest import build_app, driver_for, make_agent
 
 from agent_host import HostSettings, OfflineChatClient, RetentionSettings
 from agent_host._conversation.state import decode_state

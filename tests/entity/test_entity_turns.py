@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import ScriptedChatClient, build_app, driver_for, make_agent
+from apps import build_app, driver_for, make_agent
+from chat_clients import FailingChatClient, ScriptedChatClient
 
 
 def test_history_survives_a_cold_start_between_every_turn() -> None:
@@ -44,8 +45,6 @@ def test_persisted_messages_keep_their_ids_and_every_additional_property() -> No
 
 
 def test_failed_model_call_is_a_failed_turn_and_history_is_unchanged() -> None:
-    from conftest import FailingChatClient
-
     ok = driver_for(build_app(make_agent(ScriptedChatClient())), "assistant")
     ok.run_turn("t1", "first")
     before = ok.decoded()["messages"]

@@ -8,9 +8,10 @@ import logging
 from typing import Any
 
 import pytest
+from apps import build_app, driver_for, make_agent
 from batches import EntityDriver
+from chat_clients import FailingChatClient, ScriptedChatClient
 from clocks import EPOCH_MS, ManualClock
-from conftest import FailingChatClient, ScriptedChatClient, build_app, driver_for, make_agent
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 

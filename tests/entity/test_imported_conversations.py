@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import ScriptedChatClient, build_app, driver_for, make_agent
+from apps import build_app, driver_for, make_agent
+from chat_clients import ScriptedChatClient
 
 IMPORTED = {
     "messages": [

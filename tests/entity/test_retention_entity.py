@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import pytest
 from agent_framework import CompactionProvider, InMemoryHistoryProvider, Message, SlidingWindowStrategy, tool
+from apps import build_app, driver_for, make_agent
 from batches import EntityDriver, delivered
-from conftest import build_app, driver_for, make_agent
 
 from agent_host import HostSettings, OfflineChatClient, RetentionSettings
 from agent_host._errors import status_for_code

@@ -10,7 +10,8 @@ import pytest
 from agent_framework import ContextProvider, register_state_type
 from agent_framework._harness._todo import TodoItem
 from agent_framework._serialization import SerializationMixin
-from conftest import ScriptedChatClient, build_app, driver_for, make_agent
+from apps import build_app, driver_for, make_agent
+from chat_clients import ScriptedChatClient
 
 
 class TurnCounter(ContextProvider):

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 from agent_framework import AgentResponse, AgentResponseUpdate
-from conftest import build_app, driver_for, make_agent
-from streams import FailingTurnStreamStore, MemoryTurnStreamStore, StreamingChatClient, cancel_order, get_weather
+from apps import build_app, driver_for, make_agent
+from chat_clients import StreamingChatClient
+from streams import FailingTurnStreamStore, MemoryTurnStreamStore, cancel_order, get_weather
 
 from agent_host import AgentCallbackContext, HostSettings
 from agent_host._streaming.channel import stream_key

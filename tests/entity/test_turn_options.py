@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 import pytest
 from agent_framework import Content, Message, tool
-from conftest import ScriptedChatClient, build_app, driver_for, make_agent
+from apps import build_app, driver_for, make_agent
+from chat_clients import ScriptedChatClient
 
 SCHEMA = {
     "type": "object",

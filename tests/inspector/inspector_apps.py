@@ -18,7 +18,7 @@ from agent_framework import (
     handler,
     tool,
 )
-from conftest import FailingChatClient
+from chat_clients import FailingChatClient
 from workflows.hitl_apps import Gate, delete_file
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient

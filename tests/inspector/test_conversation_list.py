@@ -7,7 +7,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,16 +11,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hosting import free_port
 
 from agent_host._inspector.settings import INSPECTOR_SETTING
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def serve_and_get(state_dir: Path, setting: str | None) -> tuple[str, int, bytes]:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
+from azure.durable_functions.constants import DATETIME_STRING_FORMAT
 from azure.durable_functions.models.DurableOrchestrationContext import DurableOrchestrationContext
 from azure.durable_functions.models.history.HistoryEventType import HistoryEventType as T
 from azure.durable_functions.orchestrator import Orchestrator
@@ -25,6 +27,11 @@ COMPLETES = {
     T.SUB_ORCHESTRATION_INSTANCE_COMPLETED: ("TaskScheduledId", {T.SUB_ORCHESTRATION_INSTANCE_CREATED}),
     T.SUB_ORCHESTRATION_INSTANCE_FAILED: ("TaskScheduledId", {T.SUB_ORCHESTRATION_INSTANCE_CREATED}),
 }
+
+
+def history_timestamp(ms: int) -> str:
+    """A Unix time in milliseconds as the SDK writes and reads history times: UTC in its `DATETIME_STRING_FORMAT`."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(DATETIME_STRING_FORMAT)
 
 
 def normalize(history: list[dict[str, Any]]) -> list[dict[str, Any]]:

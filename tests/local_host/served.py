@@ -5,26 +5,19 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from hosting import child_pythonpath
+from hosting import child_pythonpath, free_port
 
 from agent_host._local_host.orchestration_store import OrchestrationStore
 from agent_host._local_host.store import EntityStore
 
 ROOT = Path(__file__).resolve().parents[2]
 WEBHOOK = "/runtime/webhooks/durabletask"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class ServedProcess:

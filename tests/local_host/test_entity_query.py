@@ -12,7 +12,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 
 ENTITY = "conversation_assistant"

@@ -12,11 +12,10 @@ import pytest
 from azure.durable_functions.models.history.HistoryEventType import HistoryEventType as T
 from clocks import EPOCH_MS, ManualClock
 
-from agent_host._local_host.orchestration_protocol import format_timestamp
 from agent_host._local_host.outbox import InboxKind, OrchestrationEvent
 
 from .driving import OrchestrationHost
-from .histories import check_well_formed, entity_request
+from .histories import check_well_formed, entity_request, history_timestamp
 from .orchestration_apps import (
     CALL_LOG_VARIABLE,
     CODE,
@@ -43,7 +42,10 @@ def test_is_replaying_and_current_time_come_from_the_episode_layout(orchestratio
     assert second["time"] == "2023-11-14T22:13:25+00:00"  # the second one, five seconds later
     assert uuid.UUID(first["uuid"]) != uuid.UUID(second["uuid"])
     started = events_of(orchestrations.history(instance_id), T.ORCHESTRATOR_STARTED)
-    assert [event["Timestamp"] for event in started] == [format_timestamp(EPOCH_MS), format_timestamp(EPOCH_MS + 5000)]
+    assert [event["Timestamp"] for event in started] == [
+        history_timestamp(EPOCH_MS),
+        history_timestamp(EPOCH_MS + 5000),
+    ]
 
 
 def test_custom_status_is_kept_when_an_episode_sends_none(orchestrations: OrchestrationHost) -> None:
@@ -136,7 +138,7 @@ def test_a_cancelled_timer_is_deleted_and_never_fires(orchestrations: Orchestrat
     orchestrations.advance(3600)
     history = orchestrations.history(instance_id)
     (created,) = events_of(history, T.TIMER_CREATED)
-    assert created["FireAt"] == format_timestamp(EPOCH_MS + 60_000)
+    assert created["FireAt"] == history_timestamp(EPOCH_MS + 60_000)
     assert not events_of(history, T.TIMER_FIRED)
 
 

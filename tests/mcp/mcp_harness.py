@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import mcp.types as types
 import pytest
-from conftest import build_app
+from apps import build_app
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.client.sse import sse_client

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import FailingChatClient, ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import FailingChatClient, ScriptedChatClient
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError

@@ -19,7 +19,8 @@ import azure.durable_functions as df
 import pytest
 from agent_framework import Message
 from aiohttp.test_utils import make_mocked_request
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp_harness import MCP_PATH, call_tool, open_stream, post_raw, serve, sse_data, texts, with_session

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from agent_framework import Message
-from conftest import ScriptedChatClient, default_reply, make_agent
+from apps import make_agent
+from chat_clients import ScriptedChatClient, default_reply
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.types import CallToolResult

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conftest import ScriptedChatClient, make_agent
+from apps import make_agent
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 from mcp_harness import call_tool, serve, texts
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from hosting import child_pythonpath
+from hosting import child_pythonpath, free_port
 from mcp import ClientSession
 from mcp_harness import MCP_PATH, open_session, texts
 
@@ -30,12 +29,6 @@ APP = """
         enable_mcp_tool_trigger=True,
     )
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def status_without_key(url: str) -> int:

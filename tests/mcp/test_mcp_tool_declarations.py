@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from agent_framework import Message
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 
 from agent_host import InvalidRequestError
 from agent_host._mcp.agent_tool import parse_agent_tool_call

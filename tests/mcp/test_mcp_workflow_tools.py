@@ -13,7 +13,7 @@ from typing import Any
 import azure.durable_functions as df
 import pytest
 from agent_framework import WorkflowBuilder
-from conftest import make_agent
+from apps import make_agent
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.types import CallToolResult

@@ -19,8 +19,8 @@ from agent_framework import (
     response_handler,
     tool,
 )
-from conftest import make_agent
-from parity.parity_fakes import CallLog, RecordingChatClient
+from apps import make_agent
+from parity_fakes import CallLog, RecordingChatClient
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
 

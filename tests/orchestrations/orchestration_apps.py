@@ -12,7 +12,7 @@ from typing import Any
 
 import azure.durable_functions as df
 from agent_framework import Agent, Message
-from conftest import FailingChatClient, ScriptedChatClient
+from chat_clients import FailingChatClient, ScriptedChatClient
 from pydantic import BaseModel
 
 from agent_host import AgentFunctionApp, AgentTurnError, HostSettings

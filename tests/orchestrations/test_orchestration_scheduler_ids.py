@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import build_app, make_agent
+from apps import build_app, make_agent
 from test_orchestration_actions import orchestration_context
 
 from agent_host import HostSettings, OfflineChatClient

@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_framework import Message
 from batches import EntityDriver
-from conftest import ScriptedChatClient
+from chat_clients import ScriptedChatClient
 from histories import HistoryDriver, functions_of
 from orchestration_apps import build_orchestration_app, heard_script
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 from agent_framework import Message
+from apps import build_app, driver_for, make_agent
 from batches import EntityDriver
-from conftest import ScriptedChatClient, build_app, driver_for, make_agent
+from chat_clients import ScriptedChatClient
 
 from agent_host._contract import MAX_REPLY_BYTES
 from agent_host._conversation.replies import run_result

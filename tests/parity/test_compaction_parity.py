@@ -21,7 +21,6 @@ from agent_framework import (
     Agent,
     CharacterEstimatorTokenizer,
     CompactionProvider,
-    HistoryProvider,
     InMemoryHistoryProvider,
     Message,
     SelectiveToolCallCompactionStrategy,
@@ -31,14 +30,14 @@ from agent_framework import (
     ToolResultCompactionStrategy,
     TruncationStrategy,
 )
-from conftest import build_app, driver_for
+from apps import build_app, driver_for
+from history_providers import ListHistoryProvider, SqliteHistoryProvider
 from parity_fakes import (
     TOOL_RESULTS_PREFIX,
     CallLog,
     RecordingChatClient,
     ServiceConversations,
     ServiceStoringChatClient,
-    SqliteHistoryProvider,
     get_time,
     get_weather,
 )
@@ -452,28 +451,13 @@ def test_a_warm_worker_stores_what_a_cold_start_stores(strategy: str, tmp_path: 
     )
 
 
-class ListHistoryProvider(HistoryProvider):
-    """A user's own provider that keeps the very message objects it is given, in a list it owns."""
-
-    def __init__(self, kept: list[Message]) -> None:
-        super().__init__("list_history")
-        self.kept = kept
-
-    async def get_messages(self, session_id: str | None, **kwargs: Any) -> list[Message]:
-        return list(self.kept)
-
-    async def save_messages(self, session_id: str | None, messages: Any, **kwargs: Any) -> None:
-        self.kept.extend(messages)
-
-
 def test_the_host_names_delivered_messages_without_renaming_what_an_external_provider_keeps() -> None:
-    kept: list[Message] = []
-    agent = Agent(
-        RecordingChatClient(CallLog()), "Be brief.", name=AGENT, context_providers=[ListHistoryProvider(kept)]
-    )
+    own = ListHistoryProvider()
+    agent = Agent(RecordingChatClient(CallLog()), "Be brief.", name=AGENT, context_providers=[own])
 
     record = driver_for(build_app(agent), AGENT).run_turn("t0", "My name is Ada.")
 
+    (kept,) = own.sessions.values()
     assert [m.message_id for m in kept] == ["t0.in", None]  # as core leaves them
     assert [m["id"] for m in record["messages"]] == ["t0.0"]
     assert record["text"] == "Re: My name is Ada. (I saw 1 messages)"

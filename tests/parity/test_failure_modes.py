@@ -19,8 +19,8 @@ from agent_framework import (
     SummarizationStrategy,
     ToolResultCompactionStrategy,
 )
+from apps import build_app, driver_for
 from batches import delivered
-from conftest import build_app, driver_for
 from parity_fakes import TOOL_RESULTS_PREFIX, CallLog, RecordingChatClient, get_time, get_weather
 
 from agent_host import HostSettings, RetentionSettings

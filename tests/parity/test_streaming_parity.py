@@ -22,7 +22,6 @@ from agent_framework import (
     ChatResponse,
     ChatResponseUpdate,
     CompactionProvider,
-    Content,
     InMemoryHistoryProvider,
     Message,
     ResponseStream,
@@ -30,7 +29,8 @@ from agent_framework import (
     SummarizationStrategy,
     ToolResultCompactionStrategy,
 )
-from conftest import build_app, driver_for
+from apps import build_app, driver_for
+from chat_clients import word_by_word
 from parity_fakes import RecordingChatClient
 from streams import MemoryTurnStreamStore
 from test_compaction_parity import (
@@ -61,21 +61,7 @@ class StreamingRecordingChatClient(RecordingChatClient):
         self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
     ) -> ChatResponse | ResponseStream[ChatResponseUpdate, ChatResponse]:
         response = await super()._inner_get_response(messages=messages, stream=False, options=options, **kwargs)
-        if not stream:
-            return response
-
-        async def updates() -> Any:
-            for message in response.messages:
-                for content in message.contents:
-                    if content.type != "text":
-                        yield ChatResponseUpdate(role=message.role, contents=[content])
-                        continue
-                    for number, word in enumerate(content.text.split(" ")):
-                        text = word if number == 0 else f" {word}"
-                        yield ChatResponseUpdate(role=message.role, contents=[Content.from_text(text)])
-            yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(response.usage_details or {})])
-
-        return ResponseStream(updates(), finalizer=lambda _: response)
+        return word_by_word(response) if stream else response
 
 
 class StreamingWorld(World):

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 from agent_framework import tool
-from conftest import build_app, make_agent
+from apps import build_app, make_agent
 from hosting import Reply, RunningHost
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st

@@ -33,9 +33,10 @@ from agent_framework import (
     SummarizationStrategy,
     tool,
 )
+from apps import build_app, entity_function, make_agent
 from batches import EntityDriver
+from chat_clients import ScriptedChatClient
 from clocks import ManualClock
-from conftest import ScriptedChatClient, build_app, entity_function, make_agent
 from hosting import RunningHost
 from local_host.served import ServedProcess, serve_command
 from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from conftest import build_app, make_agent
+from apps import build_app, make_agent
 from hosting import RunningHost
 
 from agent_host import OfflineChatClient

@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hosting import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted(path.parent for path in (ROOT / "samples").glob("*/README.md"))
@@ -36,14 +37,6 @@ def serve_command(readme: Path) -> str:
     ]
     assert len(lines) == 1, f"{readme} should give one serve command, gives {lines}"
     return lines[0]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def health(port: int) -> dict[str, object] | None:

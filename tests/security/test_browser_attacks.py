@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import build_app, make_agent
+from apps import build_app, make_agent
 from hosting import RunningHost
 from inspector.browser import start_browser
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import build_app, make_agent
+from apps import build_app, make_agent
 from hosting import Reply, RunningHost
 
 from agent_host import OfflineChatClient

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import redis
+from hosting import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE_DIR = ROOT / ".tools" / "azurite"
@@ -30,13 +31,6 @@ AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1
 
 class ServiceUnavailableError(RuntimeError):
     """A tool the server needs is missing here (node, npm, redis-server); the message says how to get it."""
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now, on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def azurite_connection_string(port: int) -> str:

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).resolve().parent)]
+sys.path[:0] = [str(Path(__file__).resolve().parents[level]) for level in (2, 1, 0)]
 
 from backing_services import running_azurite, running_redis  # noqa: E402
 from threaded import in_threads  # noqa: E402

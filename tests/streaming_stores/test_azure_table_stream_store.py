@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 from azure.data.tables import TableClient, TableServiceClient
+from hosting import free_port
 
 from agent_host._streaming.azure_table_store import AzureTableStreamStore
 from agent_host._streaming.channel import MESSAGE_DELTA, StreamEvent
 from agent_host._streaming.host_storage import HostStorageConnection
 from agent_host._streaming.store_errors import StreamStoreUnavailableError
 
-from .backing_services import AZURITE_KEY, azurite_connection_string, free_port
+from .backing_services import AZURITE_KEY, azurite_connection_string
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
 
 import pytest
+from streams import MemoryTurnStreamStore
 
 from agent_host._streaming.channel import MESSAGE_DELTA, StreamEvent
 from agent_host._streaming.client_loop import ClientLoop, ClientLoopClosedError
@@ -86,28 +86,7 @@ def test_closing_ends_running_calls_runs_the_finish_and_refuses_later_calls() ->
         asyncio.run(client_loop.run(where_am_i()))
 
 
-class ListStore:
-    """A turn stream store in a list, without a wake-up: readers of it must poll. Counts its reads."""
-
-    def __init__(self) -> None:
-        self.events: list[StreamEvent] = []
-        self.reads = 0
-
-    async def append(self, stream: str, events: Sequence[StreamEvent]) -> None:
-        self.events.extend(events)
-
-    async def read(self, stream: str, after: int = 0, limit: int = 1000) -> list[StreamEvent]:
-        self.reads += 1
-        return [event for event in self.events if event.id > after][:limit]
-
-    async def last_id(self, stream: str) -> int:
-        return self.events[-1].id if self.events else 0
-
-    async def delete(self, streams: Sequence[str]) -> None:
-        self.events.clear()
-
-
-class WakingStore(ListStore):
+class WakingStore(MemoryTurnStreamStore):
     """A store with its own wait: `wait_for_events` must use it rather than poll."""
 
     def __init__(self) -> None:
@@ -130,7 +109,7 @@ def test_a_store_with_its_own_wait_is_waited_on_not_polled() -> None:
 
 
 def test_a_store_without_one_is_polled_with_pauses_that_double() -> None:
-    store = ListStore()
+    store = MemoryTurnStreamStore()
 
     async def append_later() -> list[StreamEvent]:
         waiting = asyncio.ensure_future(wait_for_events(store, "a/c/t", after=0, timeout=10))

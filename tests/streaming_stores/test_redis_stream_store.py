@@ -8,12 +8,11 @@ import time
 
 import pytest
 import redis
+from hosting import free_port
 
 from agent_host._streaming.channel import MESSAGE_DELTA, StreamEvent
 from agent_host._streaming.redis_store import DEFAULT_TTL_SECONDS, RedisStreamStore
 from agent_host._streaming.store_errors import StreamStoreUnavailableError
-
-from .backing_services import free_port
 
 
 def test_a_stream_is_one_key_under_the_prefix_expiring_a_ttl_after_its_last_append(redis_server: str) -> None:

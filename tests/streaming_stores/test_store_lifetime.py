@@ -12,7 +12,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from conftest import build_app, make_agent
+from apps import build_app, make_agent
 from hosting import RunningHost
 
 from agent_host import OfflineChatClient

@@ -16,7 +16,6 @@ import pytest
 from agent_host._streaming.channel import MESSAGE_DELTA, TURN_COMPLETED, TURN_STARTED, StreamEvent, TurnStreamStore
 from agent_host._streaming.waiting import wait_for_events
 
-from .conftest import StoreFactory
 from .threaded import in_threads as run_in_threads
 
 T = TypeVar("T")
@@ -195,7 +194,9 @@ def test_concurrent_appends_from_two_loops(store: TurnStreamStore, stream: str) 
     assert run(store.last_id(shared)) == 60
 
 
-def test_a_reader_racing_the_writer_sees_whole_events_in_order(make_store: StoreFactory, stream: str) -> None:
+def test_a_reader_racing_the_writer_sees_whole_events_in_order(
+    make_store: Callable[[], TurnStreamStore], stream: str
+) -> None:
     writer_store, reader_store = make_store(), make_store()  # the entity's store and an HTTP request's, on one backend
     big = "x" * (700 * 1024)  # over one Table row: the event spans rows a reader must never see half of
     events = [StreamEvent(n, MESSAGE_DELTA, {"text": big if n % 10 == 0 else f"part {n}"}) for n in range(1, 41)]
@@ -215,7 +216,7 @@ def test_a_reader_racing_the_writer_sees_whole_events_in_order(make_store: Store
     assert seen == events
 
 
-def test_a_waiting_reader_gets_the_next_append(make_store: StoreFactory, stream: str) -> None:
+def test_a_waiting_reader_gets_the_next_append(make_store: Callable[[], TurnStreamStore], stream: str) -> None:
     writer_store, reader_store = make_store(), make_store()
     run(writer_store.append(stream, deltas(1, 1)))
     got: list[StreamEvent] = []

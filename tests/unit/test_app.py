@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 
 from agent_host import AgentFunctionApp, HostSettings
 

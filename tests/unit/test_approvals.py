@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from agent_framework import AgentResponse, Content, Message, tool
-from conftest import ScriptedChatClient, make_agent
+from apps import make_agent
+from chat_clients import ScriptedChatClient
 
 from agent_host._conversation.approvals import (
     answer_contents,

@@ -7,8 +7,8 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+from apps import build_app, driver_for, make_agent
 from clocks import ManualClock
-from conftest import build_app, driver_for, make_agent
 
 from agent_host import Clock
 from agent_host._clock import SystemClock

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime
 
 import pytest
-from conftest import ScriptedChatClient, build_app, make_agent
+from apps import build_app, make_agent
+from chat_clients import ScriptedChatClient
 
 from agent_host import HostSettings
 from agent_host._expiry_settings import DEFAULT_CONVERSATION_TTL_SECONDS, describe_ttl, ttl_from_setting

@@ -4,45 +4,23 @@ outcome of the plan. The agent itself is never changed."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from agent_framework import (
     Agent,
     CompactionProvider,
     ContextProvider,
-    HistoryProvider,
     InMemoryHistoryProvider,
-    Message,
     SlidingWindowStrategy,
 )
-from conftest import ScriptedChatClient, make_agent
+from apps import make_agent
+from chat_clients import ScriptedChatClient
+from history_providers import ListHistoryProvider
+from parity_fakes import CallLog, ServiceConversations, ServiceStoringChatClient
 
 from agent_host._conversation.history import DurableHistoryProvider
 from agent_host._conversation.history_plan import plan_history, resolve_store
-
-
-class ServiceStoringChatClient(ScriptedChatClient):
-    """A scripted model whose service keeps the conversation unless told not to, like OpenAI's Responses API."""
-
-    STORES_BY_DEFAULT: ClassVar[bool] = True
-
-
-class ListHistoryProvider(HistoryProvider):
-    """A user's own history store: a plain list per session id, outside the conversation entity."""
-
-    def __init__(self, *, load_messages: bool = True) -> None:
-        super().__init__("own_history", load_messages=load_messages)
-        self.sessions: dict[str | None, list[Message]] = {}
-
-    async def get_messages(self, session_id: str | None, *, state: Any = None, **kwargs: Any) -> list[Message]:
-        return list(self.sessions.get(session_id, []))
-
-    async def save_messages(
-        self, session_id: str | None, messages: Sequence[Message], *, state: Any = None, **kwargs: Any
-    ) -> None:
-        self.sessions.setdefault(session_id, []).extend(messages)
 
 
 class NotesProvider(ContextProvider):
@@ -61,6 +39,11 @@ def agent_with(client: Any = None, store: bool | None = None, providers: list[Co
     return make_agent(client or ScriptedChatClient(), **kwargs)
 
 
+def storing_client() -> ServiceStoringChatClient:
+    """A model whose service keeps conversations unless told not to; planning never sends it anything."""
+    return ServiceStoringChatClient(CallLog(), ServiceConversations())
+
+
 def compaction() -> CompactionProvider:
     return CompactionProvider(after_strategy=SlidingWindowStrategy(keep_last_groups=4))
 
@@ -77,18 +60,18 @@ def test_explicit_store_over_agent_default() -> None:
 
 
 def test_explicit_store_over_client_default() -> None:
-    assert resolve_store(agent_with(ServiceStoringChatClient()), {"store": False}) is False
+    assert resolve_store(agent_with(storing_client()), {"store": False}) is False
     assert resolve_store(agent_with(ScriptedChatClient()), {"store": True}) is True
 
 
 def test_agent_default_over_client_default() -> None:
-    assert resolve_store(agent_with(ServiceStoringChatClient(), store=False)) is False
+    assert resolve_store(agent_with(storing_client(), store=False)) is False
     assert resolve_store(agent_with(ScriptedChatClient(), store=True)) is True
 
 
 def test_client_default_when_nothing_says_otherwise() -> None:
-    assert resolve_store(agent_with(ServiceStoringChatClient())) is True
-    assert resolve_store(agent_with(ServiceStoringChatClient()), {}) is True
+    assert resolve_store(agent_with(storing_client())) is True
+    assert resolve_store(agent_with(storing_client()), {}) is True
 
 
 def test_no_store_anywhere_is_false() -> None:
@@ -96,10 +79,10 @@ def test_no_store_anywhere_is_false() -> None:
 
 
 def test_a_store_of_none_says_nothing_and_falls_through() -> None:
-    storing = agent_with(ServiceStoringChatClient(), store=False)
+    storing = agent_with(storing_client(), store=False)
 
     assert resolve_store(storing, {"store": None}) is False
-    assert resolve_store(agent_with(ServiceStoringChatClient(), store=None), {"store": None}) is True
+    assert resolve_store(agent_with(storing_client(), store=None), {"store": None}) is True
 
 
 # --- plan_history: each outcome ------------------------------------------------------------------------------------
@@ -107,7 +90,7 @@ def test_a_store_of_none_says_nothing_and_falls_through() -> None:
 
 def test_a_service_that_stores_keeps_the_history_and_the_providers_stay_as_they_are() -> None:
     in_memory, notes = InMemoryHistoryProvider(), NotesProvider()
-    agent = agent_with(ServiceStoringChatClient(), providers=[notes, in_memory])
+    agent = agent_with(storing_client(), providers=[notes, in_memory])
 
     plan = plan_history(agent)
 
@@ -119,7 +102,7 @@ def test_a_service_that_stores_keeps_the_history_and_the_providers_stay_as_they_
 
 def test_store_false_on_a_storing_client_keeps_history_in_the_entity() -> None:
     # Failure 10: ignoring store=False on a client that stores by default loses the conversation.
-    agent = agent_with(ServiceStoringChatClient(), store=False, providers=[InMemoryHistoryProvider()])
+    agent = agent_with(storing_client(), store=False, providers=[InMemoryHistoryProvider()])
 
     plan = plan_history(agent)
 
@@ -244,7 +227,7 @@ def test_two_in_memory_history_providers_are_refused(providers: Any) -> None:
         lambda: agent_with(providers=[NotesProvider(), InMemoryHistoryProvider(skip_excluded=True), compaction()]),
         lambda: agent_with(providers=[NotesProvider()]),
         lambda: agent_with(),
-        lambda: agent_with(ServiceStoringChatClient(), providers=[InMemoryHistoryProvider()]),
+        lambda: agent_with(storing_client(), providers=[InMemoryHistoryProvider()]),
         lambda: agent_with(providers=[ListHistoryProvider()]),
     ],
     ids=["replacing", "appending", "no providers", "service", "external"],

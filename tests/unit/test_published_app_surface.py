@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 from agent_framework import Agent, WorkflowBuilder
+from apps import build_app, make_agent
 from azure.durable_functions import DurableOrchestrationContext
-from conftest import ScriptedChatClient, build_app, make_agent
+from chat_clients import ScriptedChatClient
 
 from agent_host import AgentFunctionApp, HostSettings
 

@@ -6,17 +6,21 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_framework import CompactionProvider, InMemoryHistoryProvider, SlidingWindowStrategy
+from apps import build_app, driver_for, make_agent
+from chat_clients import ScriptedChatClient
 from clocks import ManualClock
-from conftest import ROOT, ScriptedChatClient, build_app, driver_for, make_agent
 
 from agent_host import HostSettings, RetentionSettings, StateCorruptError
 from agent_host._conversation.state import encode_state, new_state
 from agent_host._conversation.state_cache import CONVERSATION_CACHE, ConversationCache, estimated_bytes
 from bench.state_cache_memory import SHAPES, measure_shape
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Core gives each function-call content a random `af-call-...` id; everything else here is deterministic.
 _CALL_CONTENT_ID = re.compile(r"af-call-[0-9a-f]+")

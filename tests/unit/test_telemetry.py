@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import FailingChatClient, ScriptedChatClient, build_app, driver_for, make_agent
+from apps import build_app, driver_for, make_agent
+from chat_clients import FailingChatClient, ScriptedChatClient
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 

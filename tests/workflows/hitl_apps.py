@@ -17,7 +17,7 @@ from agent_framework import (
     response_handler,
     tool,
 )
-from parity.parity_fakes import CallLog, RecordingChatClient
+from parity_fakes import CallLog, RecordingChatClient
 
 from agent_host import AgentFunctionApp, HostSettings
 

@@ -24,7 +24,7 @@ from agent_framework import (
     WorkflowExecutor,
     handler,
 )
-from parity.parity_fakes import CallLog, RecordingChatClient, get_weather
+from parity_fakes import CallLog, RecordingChatClient, get_weather
 
 
 @dataclass

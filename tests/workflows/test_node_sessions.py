@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_framework import Agent, AgentExecutor, WorkflowBuilder
+from history_providers import SqliteHistoryProvider
 from hosting import RunningHost
-from parity.parity_fakes import CallLog, RecordingChatClient, SqliteHistoryProvider
+from parity_fakes import CallLog, RecordingChatClient
 
 from agent_host import AgentFunctionApp, HostSettings
 

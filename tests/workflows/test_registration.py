@@ -14,7 +14,7 @@ from agent_framework import (
     WorkflowExecutor,
     handler,
 )
-from conftest import ScriptedChatClient
+from chat_clients import ScriptedChatClient
 
 from agent_host import AgentFunctionApp, HostSettings, WorkflowRetryPolicy
 

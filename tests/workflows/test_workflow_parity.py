@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from agent_framework import AgentResponse, Message, Workflow
 from cold_host import ColdHost
-from parity.parity_fakes import model_view
+from parity_fakes import model_view
 from parity_workflows import MATRIX, Models
 
 from agent_host import AgentFunctionApp, HostSettings

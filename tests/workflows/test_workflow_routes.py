@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from agent_framework import Agent, AgentExecutor, Executor, WorkflowBuilder, WorkflowContext, handler
-from conftest import ScriptedChatClient
+from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 from parity_workflows import MATRIX, Models, fan_out_fan_in
 from test_workflow_parity import comparable_output, run_in_process, without_random_ids

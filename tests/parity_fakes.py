@@ -1,4 +1,4 @@
-"""Fakes for the parity tests: a recording model, a service that stores conversations, an SQLite history provider.
+"""Fakes for the parity tests: a recording model, a service that stores conversations, and canned tools.
 
 Each fake is deterministic in what it is sent, so two runs that send a model the same input get the same replies,
 whatever process or object the run happens in. Logs and stores live outside the clients, like a real service would.
@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
-from contextlib import closing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
-from agent_framework import BaseChatClient, ChatResponse, Content, HistoryProvider, Message, tool
+from agent_framework import BaseChatClient, ChatResponse, Content, Message, tool
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 
@@ -154,50 +151,6 @@ class ServiceStoringChatClient(RecordingChatClient):
         kept = [Message.from_dict(message.to_dict()) for message in [*received, reply]]
         self.service.conversations[conversation_id] = [*self.service.conversations.get(conversation_id, []), *kept]
         return ChatResponse(messages=[reply], conversation_id=conversation_id)
-
-
-class SqliteHistoryProvider(HistoryProvider):
-    """A history provider of the user's own: every message of a session as one row, keyed by the session id.
-
-    Args:
-        path: The SQLite file.
-    """
-
-    DEFAULT_SOURCE_ID: ClassVar[str] = "sqlite_history"
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(self.DEFAULT_SOURCE_ID)
-        self.path = path
-        with closing(sqlite3.connect(path)) as db, db:
-            db.execute("CREATE TABLE IF NOT EXISTS messages (session_id TEXT, seq INTEGER, message TEXT)")
-
-    async def get_messages(
-        self, session_id: str | None, *, state: dict[str, Any] | None = None, **kwargs: Any
-    ) -> list[Message]:
-        """The session's messages in the order they were saved."""
-        with closing(sqlite3.connect(self.path)) as db, db:
-            rows = db.execute("SELECT message FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))
-            return [Message.from_dict(json.loads(row[0])) for row in rows]
-
-    async def save_messages(
-        self, session_id: str | None, messages: Sequence[Message], *, state: dict[str, Any] | None = None, **kwargs: Any
-    ) -> None:
-        """Append messages to the session's rows."""
-        with closing(sqlite3.connect(self.path)) as db, db:
-            (count,) = db.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
-            db.executemany(
-                "INSERT INTO messages VALUES (?, ?, ?)",
-                [(session_id, count + n, json.dumps(m.to_dict())) for n, m in enumerate(messages)],
-            )
-
-    def stored(self) -> dict[str, list[dict[str, Any]]]:
-        """Every stored message by session id."""
-        with closing(sqlite3.connect(self.path)) as db, db:
-            rows = db.execute("SELECT session_id, message FROM messages ORDER BY session_id, seq").fetchall()
-        by_session: dict[str, list[dict[str, Any]]] = {}
-        for session_id, message in rows:
-            by_session.setdefault(session_id, []).append(json.loads(message))
-        return by_session
 
 
 @tool
