@@ -28,7 +28,8 @@ import logging
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 from agent_framework import (
@@ -111,6 +112,7 @@ class EncodedState:
     state: StoredState
     text: str
     size: int
+    known_costs: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, state: StoredState, text: str | None = None) -> EncodedState:
@@ -118,9 +120,31 @@ class EncodedState:
         text = encode_state(state) if text is None else text
         return cls(state, text, _utf8_len(text))
 
-    def replaced(self, state: StoredState) -> EncodedState:
-        """This state when `state` is this one's object, else `state` encoded once."""
-        return self if state is self.state else EncodedState.of(state)
+    def derived(self, state: StoredState) -> EncodedState:
+        """This state when `state` is this one's object, else `state` encoded once.
+
+        `state` is one this decision made from this one: its turn records are this one's, already measured.
+        """
+        if state is self.state:
+            return self
+        text = encode_state(state)
+        return EncodedState(state, text, _utf8_len(text), self.__dict__.get("receipt_costs", self.known_costs))
+
+    @cached_property
+    def receipt_costs(self) -> dict[str, int]:
+        """Each turn record's stored bytes (its id, record and separators), oldest first."""
+        known = self.known_costs
+        return {
+            turn_id: known[turn_id] if turn_id in known else _receipt_cost(turn_id, record)
+            for turn_id, record in self.state.get(TURNS_KEY, {}).items()
+        }
+
+    @property
+    def receipt_bytes(self) -> int:
+        """The stored bytes of the turn receipts: the records (`{` and a separator each) and the expired turns' ids."""
+        costs = self.receipt_costs
+        records = 1 + sum(costs.values()) if costs else 2
+        return records + _utf8_len(encode_state(self.state.get(EXPIRED_TURNS_KEY, [])))
 
 
 @dataclass(frozen=True)
@@ -210,10 +234,10 @@ class RetentionStrategy(ABC):
         """Turn receipts held to their share of the budget."""
         share = math.floor(self.settings.max_state_bytes * RECEIPT_SHARE)
         # The receipts are part of the state: when the whole state is within their share, so are they, uncounted.
-        if current.size <= share or _receipt_bytes(current.state) <= share:
+        if current.size <= share or current.receipt_bytes <= share:
             return RetentionOutcome(current)
-        trimmed, expired = _trim_receipts(current.state, receipts, share)
-        return RetentionOutcome(EncodedState.of(trimmed), expired_turns=tuple(expired))
+        trimmed, expired = _trim_receipts(current.state, current.receipt_costs, receipts, current.receipt_bytes - share)
+        return RetentionOutcome(current.derived(trimmed), expired_turns=tuple(expired))
 
     def capacity_error(self, current: EncodedState, protected: int) -> dict[str, str] | None:
         """The `state_capacity_exceeded` error the conversation reports after a completed turn, or None."""
@@ -241,7 +265,7 @@ class KeepAllStrategy(RetentionStrategy):
         incoming_bytes = _utf8_len(encode_state(incoming)) + 1
         if size + incoming_bytes <= budget:
             return state
-        trimmed, _ = _trim_receipts(state, receipts, budget - incoming_bytes, size=size)
+        trimmed, _ = _trim_receipts(state, _receipt_costs(state), receipts, size + incoming_bytes - budget)
         size = state_bytes(trimmed)
         if size + incoming_bytes <= budget:
             return trimmed
@@ -262,10 +286,11 @@ class KeepAllStrategy(RetentionStrategy):
         shared = super().bound_receipts(current, receipts)
         if shared.current.size <= self.settings.max_state_bytes:
             return shared
+        bounded = shared.current
         trimmed, expired = _trim_receipts(
-            shared.state, receipts, self.settings.max_state_bytes, size=shared.state_bytes
+            bounded.state, bounded.receipt_costs, receipts, bounded.size - self.settings.max_state_bytes
         )
-        return shared.then(RetentionOutcome(shared.current.replaced(trimmed), expired_turns=tuple(expired)))
+        return shared.then(RetentionOutcome(bounded.derived(trimmed), expired_turns=tuple(expired)))
 
     def capacity_error(self, current: EncodedState, protected: int) -> dict[str, str] | None:
         """None: a completed turn reports nothing (and clears an earlier refusal); the state may have gone over its
@@ -285,9 +310,9 @@ class AutoStrategy(RetentionStrategy):
             return outcome
         low = math.floor(self.settings.max_state_bytes * self.settings.low_watermark)
         # Answer copies old receipts keep go before any conversation message does.
-        copies, gone = _drop_answer_copies(outcome.state, receipts, outcome.state_bytes - low)
+        copies, gone = _drop_answer_copies(outcome.current, receipts, outcome.state_bytes - low)
         if gone:
-            outcome = outcome.then(RetentionOutcome(EncodedState.of(copies), expired_turns=tuple(gone)))
+            outcome = outcome.then(RetentionOutcome(outcome.current.derived(copies), expired_turns=tuple(gone)))
         if outcome.state_bytes <= low:
             return outcome
         return outcome.then(_evict_under_pressure(outcome.current, self.settings, receipts, now_ms))
@@ -303,7 +328,7 @@ class FollowCompactionStrategy(AutoStrategy):
         if not followed:
             return super().__call__(current, receipts, now_ms)
         new, expired = _without(current.state, set(followed), receipts, now_ms)
-        deleted = RetentionOutcome(EncodedState.of(new), followed_ids=tuple(followed), expired_turns=tuple(expired))
+        deleted = RetentionOutcome(current.derived(new), followed_ids=tuple(followed), expired_turns=tuple(expired))
         return deleted.then(super().__call__(deleted.current, receipts, now_ms))
 
 
@@ -402,7 +427,7 @@ def enforce_retention(
             del new[CAPACITY_ERROR_KEY]
         else:
             new[CAPACITY_ERROR_KEY] = error
-        outcome = outcome.then(RetentionOutcome(EncodedState.of(new)))
+        outcome = outcome.then(RetentionOutcome(outcome.current.derived(new)))
 
     if outcome.followed_ids or outcome.evicted_ids or outcome.expired_turns:
         settings = strategy.settings
@@ -424,55 +449,48 @@ def enforce_retention(
     return outcome
 
 
-def _receipt_bytes(state: StoredState) -> int:
-    """The stored bytes of the turn receipts: the records and the ids of expired turns."""
-    return _utf8_len(encode_state(state.get(TURNS_KEY, {}))) + _utf8_len(encode_state(state.get(EXPIRED_TURNS_KEY, [])))
-
-
 def _receipt_costs(state: StoredState) -> dict[str, int]:
     """Each turn record's stored bytes (its id, record and separators), oldest first."""
-    return {
-        turn_id: _utf8_len(encode_state(turn_id)) + _utf8_len(encode_state(record)) + 2
-        for turn_id, record in state.get(TURNS_KEY, {}).items()
-    }
+    return {turn_id: _receipt_cost(turn_id, record) for turn_id, record in state.get(TURNS_KEY, {}).items()}
+
+
+def _receipt_cost(turn_id: str, record: Mapping[str, Any]) -> int:
+    return _utf8_len(encode_state(turn_id)) + _utf8_len(encode_state(record)) + 2
 
 
 def _trim_receipts(
-    state: StoredState, receipts: Receipts, limit: int, *, size: int | None = None
+    state: StoredState, costs: Mapping[str, int], receipts: Receipts, excess: int
 ) -> tuple[StoredState, list[str]]:
-    """Drop turn receipts until they (or, given the state's `size`, the whole state) fit `limit` bytes.
+    """Drop turn receipts (`costs`: each one's stored bytes) until about `excess` bytes are freed.
 
     Answer copies go first, oldest first, then the oldest receipts; the protected turn is kept. Returns the new
     state and the expired turn ids.
     """
-    costs = _receipt_costs(state)
-    total = (size if size is not None else _receipt_bytes(state)) - limit
     turns = state.get(TURNS_KEY, {})
     order = [t for t in costs if holds_copies(turns[t])] + [t for t in costs if not holds_copies(turns[t])]
     dropped: list[str] = []
     for turn_id in order:
-        if total <= 0:
+        if excess <= 0:
             break
         if turn_id == receipts.protected_turn:
             continue
         dropped.append(turn_id)
         # An expired turn leaves its id behind (about its own length) in the list of expired turns.
-        total -= costs[turn_id] - _utf8_len(encode_state(turn_id)) - 1
+        excess -= costs[turn_id] - _utf8_len(encode_state(turn_id)) - 1
     return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
 
 
-def _drop_answer_copies(state: StoredState, receipts: Receipts, needed: int) -> tuple[StoredState, list[str]]:
+def _drop_answer_copies(current: EncodedState, receipts: Receipts, needed: int) -> tuple[StoredState, list[str]]:
     """Expire the oldest receipts that keep their own answer copies until about `needed` bytes are freed."""
-    turns = state.get(TURNS_KEY, {})
-    costs = {turn_id: cost for turn_id, cost in _receipt_costs(state).items() if holds_copies(turns[turn_id])}
+    turns = current.state.get(TURNS_KEY, {})
     dropped: list[str] = []
-    for turn_id, cost in costs.items():
+    for turn_id, cost in current.receipt_costs.items():
         if needed <= 0:
             break
-        if turn_id != receipts.protected_turn:
+        if turn_id != receipts.protected_turn and holds_copies(turns[turn_id]):
             dropped.append(turn_id)
             needed -= cost
-    return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
+    return (_expired(dict(current.state), dropped, receipts), dropped) if dropped else (current.state, [])
 
 
 def _evict_under_pressure(
@@ -490,7 +508,7 @@ def _evict_under_pressure(
     encoded = {index: encode_state(records[index]) for step in steps for index in step}
     turns = state.get(TURNS_KEY) or {}
     named = named_messages(turns)
-    receipt_cost = _receipt_costs(state)
+    receipt_cost = current.receipt_costs
     naming: dict[str, int] = {}
     for turn_id, record in turns.items():
         for message in record.get("messages", ()):
@@ -528,7 +546,7 @@ def _evict_under_pressure(
         # The plan was made before the truncation record grew by its new numbers: the exact bytes decide.
         evicted = [records[index]["id"] for index in sorted(index for step in steps[:count] for index in step)]
         new, expired = _without(state, set(evicted), receipts, now_ms) if evicted else (state, [])
-        candidate = current.replaced(new)
+        candidate = current.derived(new)
         if candidate.size <= target or count == len(steps):
             return RetentionOutcome(candidate, tuple(evicted), expired_turns=tuple(expired), protected_bytes=protected)
         count += 1

@@ -654,7 +654,9 @@ def test_each_mode_is_one_strategy_holding_the_conversations_settings(
 
 
 @pytest.mark.parametrize("mode", ["keep_all", "auto", "follow_compaction"])
-def test_a_decision_encodes_each_state_it_makes_once(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_decision_encodes_each_state_it_makes_and_measures_each_receipt_once(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     records = [record for number in range(30) for record in exchange(number)]
     state = state_of(records, mode=mode)
     # The messages fill 70% of the budget and the receipts far more than their share: trimmed to it, the state is
@@ -665,10 +667,14 @@ def test_a_decision_encodes_each_state_it_makes_once(mode: str, monkeypatch: pyt
         for n in range(60)
     }
     encoded: list[dict[str, Any]] = []
+    measured: list[dict[str, Any]] = []
 
     def counting(value: Any) -> str:
+        # Held, so no two of them share an id().
         if isinstance(value, dict) and "conversationId" in value:
-            encoded.append(value)  # held, so no two states share an id()
+            encoded.append(value)
+        elif isinstance(value, dict) and "status" in value:
+            measured.append(value)
         return encode_state(value)
 
     monkeypatch.setattr(retention, "encode_state", counting)
@@ -676,5 +682,6 @@ def test_a_decision_encodes_each_state_it_makes_once(mode: str, monkeypatch: pyt
     outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS, text=encode_state(state))
 
     assert len({id(value) for value in encoded}) == len(encoded)
+    assert len({id(value) for value in measured}) == len(measured) == 60  # each turn receipt measured once
     assert outcome.expired_turns  # the controls: receipts were trimmed and, but under keep_all, messages evicted
     assert bool(outcome.evicted_ids) is (mode != "keep_all")
