@@ -107,6 +107,7 @@ class EncodedState:
         state: The JSON-shaped state.
         text: `encode_state(state)`, the string the entity stores.
         size: The stored size in UTF-8 bytes.
+        known_costs: Turn receipts' stored bytes measured for the state this one was derived from.
     """
 
     state: StoredState
@@ -141,7 +142,8 @@ class EncodedState:
 
     @property
     def receipt_bytes(self) -> int:
-        """The stored bytes of the turn receipts: the records (`{` and a separator each) and the expired turns' ids."""
+        """The stored bytes of the turn receipts: the records with their braces and commas, and the expired turns'
+        ids."""
         costs = self.receipt_costs
         records = 1 + sum(costs.values()) if costs else 2
         return records + _utf8_len(encode_state(self.state.get(EXPIRED_TURNS_KEY, [])))
