@@ -14,6 +14,7 @@ from pydantic.alias_generators import to_camel
 RetentionModeName = Literal["keep_all", "auto", "follow_compaction"]
 RETENTION_MODES: tuple[str, ...] = get_args(RetentionModeName)
 KEEP_ALL: RetentionModeName = "keep_all"
+AUTO: RetentionModeName = "auto"
 FOLLOW_COMPACTION: RetentionModeName = "follow_compaction"
 # The smallest budget: an empty conversation with a few turn receipts alone takes a few hundred bytes.
 MIN_STATE_BYTES = 4096
@@ -38,7 +39,7 @@ class RetentionSettings(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
-    mode: RetentionModeName = "auto"
+    mode: RetentionModeName = AUTO
     max_state_bytes: StrictInt = Field(default=DEFAULT_MAX_STATE_BYTES, ge=MIN_STATE_BYTES)
     high_watermark: StrictFloat | StrictInt = Field(default=0.85, gt=0, le=1, allow_inf_nan=False)
     low_watermark: StrictFloat | StrictInt = Field(default=0.70, gt=0, lt=1, allow_inf_nan=False)

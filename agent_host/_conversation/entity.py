@@ -391,7 +391,7 @@ class ConversationEntity:
         if durable is not None:
             buffer: list[Message] = session.state[durable.source_id].get(BUFFER_KEY, [])
             rename_clashing_summaries(buffer, history.lent, request.turn_id)
-            assign_transcript_ids(buffer)
+            assign_transcript_ids(buffer, history.lent)
             state[MESSAGES_KEY] = reconcile_by_message_id(
                 stored, buffer, now, agent_name=state[AGENT_KEY], reuse=history.record_for
             )

@@ -128,7 +128,7 @@ def _detached(message: Message) -> Message:
     return clone
 
 
-def assign_transcript_ids(messages: Sequence[Message]) -> None:
+def assign_transcript_ids(messages: Sequence[Message], stored: Collection[Message] = ()) -> None:
     """Name every message of the transcript that has no id (or a repeated one) the way core's compaction would.
 
     Core's compaction names an unnamed message `msg_{position}` when it first groups it, or the next free
@@ -137,8 +137,16 @@ def assign_transcript_ids(messages: Sequence[Message]) -> None:
     The id is stored with the message, so every later load sees the same id whatever the object
     (architecture.md, failure 1). A repeated id is renamed too: the transcript is reconciled by id, so ids must be
     unique.
+
+    Retention deletes, and positions come round again: an id a stored summary still lists among the messages it
+    stands for but no stored message holds belonged to a deleted message. It is never given again, and a message
+    new in this run (not in `stored`, the messages the run was lent) that core named so is renamed, with its group
+    and the links to it, so a summary's list never names a later message (failure 18).
     """
-    taken = {message.message_id for message in messages if message.message_id}
+    retired = _retired_ids(stored)
+    if retired:
+        _rename_reused(messages, stored, retired)
+    taken = {message.message_id for message in messages if message.message_id} | retired
     seen: set[str] = set()
     spare = len(messages)
     for position, message in enumerate(messages):
@@ -146,12 +154,59 @@ def assign_transcript_ids(messages: Sequence[Message]) -> None:
             seen.add(message.message_id)
             continue
         name = f"{CORE_ID_PREFIX}{position}"
-        while name in taken:
-            name = f"{CORE_ID_PREFIX}{spare}"
-            spare += 1
+        if name in taken:
+            name, spare = _next_free(spare, taken)
         message.message_id = name
         taken.add(name)
         seen.add(name)
+
+
+def _next_free(spare: int, taken: Collection[str]) -> tuple[str, int]:
+    """The first `msg_{n}` from `spare` on that is not taken, and the number to continue from."""
+    while f"{CORE_ID_PREFIX}{spare}" in taken:
+        spare += 1
+    return f"{CORE_ID_PREFIX}{spare}", spare + 1
+
+
+def _retired_ids(stored: Collection[Message]) -> set[str]:
+    """Ids the stored summaries list among the messages they stand for that no stored message holds."""
+    listed = {
+        message_id
+        for message in stored
+        if is_compaction_summary(message)
+        for message_id in message.additional_properties[GROUP_ANNOTATION_KEY][SUMMARY_OF_MESSAGE_IDS_KEY] or ()
+    }
+    return listed.difference(message.message_id for message in stored) if listed else set()
+
+
+def _rename_reused(messages: Sequence[Message], stored: Collection[Message], retired: set[str]) -> None:
+    """Rename the new messages holding a retired id; their groups, the links to them and the lists of the summaries
+    this run wrote follow. A stored summary's list keeps the retired id: it names the deleted message."""
+    loaded = {id(message) for message in stored}
+    taken = {message.message_id for message in messages if message.message_id} | retired
+    renamed: dict[str, str] = {}
+    spare = len(messages)
+    for message in messages:
+        if id(message) not in loaded and message.message_id in retired and message.message_id not in renamed:
+            renamed[message.message_id], spare = _next_free(spare, taken)
+            taken.add(renamed[message.message_id])
+    if not renamed:
+        return
+    groups = {f"group_{old}": f"group_{new}" for old, new in renamed.items()}
+    for message in messages:
+        new = id(message) not in loaded
+        if new and message.message_id in renamed:
+            message.message_id = renamed[message.message_id]
+        group = message.additional_properties.get(GROUP_ANNOTATION_KEY)
+        if not isinstance(group, dict):
+            continue
+        if new and group.get(GROUP_ID_KEY) in groups:
+            group[GROUP_ID_KEY] = groups[group[GROUP_ID_KEY]]
+        if group.get(SUMMARIZED_BY_SUMMARY_ID_KEY) in renamed:
+            group[SUMMARIZED_BY_SUMMARY_ID_KEY] = renamed[group[SUMMARIZED_BY_SUMMARY_ID_KEY]]
+        listed = group.get(SUMMARY_OF_MESSAGE_IDS_KEY)
+        if new and isinstance(listed, list):
+            group[SUMMARY_OF_MESSAGE_IDS_KEY] = [renamed.get(message_id, message_id) for message_id in listed]
 
 
 def rename_clashing_summaries(messages: Sequence[Message], stored: Collection[Message], turn_id: str) -> None:
@@ -169,7 +224,10 @@ def rename_clashing_summaries(messages: Sequence[Message], stored: Collection[Me
     written = [message for message in messages if id(message) not in loaded and is_compaction_summary(message)]
     if not written:
         return
-    held = {message.message_id for message in stored} | {_group_id(message) for message in stored}
+    # A retired id names a deleted message in a stored summary's list (`assign_transcript_ids`): never given again.
+    held = (
+        {message.message_id for message in stored} | {_group_id(message) for message in stored} | _retired_ids(stored)
+    )
     held.discard(None)
     clashing = [message for message in written if message.message_id in held or _group_id(message) in held]
     if not clashing:

@@ -1,31 +1,36 @@
 """Retention: how much one conversation may store, and what may be deleted to stay under it.
 
-Modes (per conversation, in the entity state):
+Each mode is a strategy, as core's compaction strategies are, chosen once per decision from the conversation's
+settings (`strategy_for`); the host calls `make_room` before a turn's model runs and the strategy after a completed
+turn:
 
-- ``keep_all`` never deletes messages; a turn that would take the state over its budget is refused before the
-  model runs.
-- ``auto`` deletes only under pressure: once the stored state reaches the high watermark it brings it down to the
-  low watermark, first dropping the answer copies old turn receipts keep, then evicting message groups: first
-  those a stored compaction summary stands for (the model is sent the summary, not them), then the oldest.
-- ``follow_compaction`` first deletes what compaction excluded, then applies the same pressure eviction.
+- `KeepAllStrategy` (``keep_all``) never deletes messages; a turn that would take the state over its budget is
+  refused before the model runs.
+- `AutoStrategy` (``auto``) deletes only under pressure: once the stored state reaches the high watermark it brings
+  it down to the low watermark, first dropping the answer copies old turn receipts keep, then evicting message
+  groups: first those a stored compaction summary stands for (the model is sent the summary, not them), then the
+  oldest.
+- `FollowCompactionStrategy` (``follow_compaction``) first deletes what compaction excluded, then applies the same
+  pressure eviction.
 
 The budget covers the whole state. Turn receipts get at most `RECEIPT_SHARE` of it in every mode; past that the
 oldest receipts go (their turns answer 410). Everything is measured on the exact bytes the entity stores
-(`encode_state`). Core's message grouping decides what goes together, so a tool call and its results are evicted
-together or not at all, and a summary never leaves before the messages it stands for: a message stays excluded
-only by a summary that is stored. System messages and the newest exchange (with the answer being delivered) are
-never evicted (architecture.md, failures 6, 7, 8, 14 and 18). The functions here are pure: they take the
-JSON-shaped state and return a new one, leaving the input unchanged.
-"""
+(`encode_state`), encoded once for each state a decision makes (`EncodedState`). Core's message grouping decides
+what goes together, so a tool call and its results are evicted together or not at all, and a summary never leaves
+before the messages it stands for: a message stays excluded only by a summary that is stored. System messages and
+the newest exchange (with the answer being delivered) are never evicted (architecture.md, failures 6, 7, 8, 14 and
+18). The functions here are pure: they take the JSON-shaped state and return a new one, leaving the input unchanged."""
 
 from __future__ import annotations
 
 import copy
 import logging
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
 
 from agent_framework import (
     EXCLUDE_REASON_KEY,
@@ -38,7 +43,7 @@ from agent_framework._compaction import group_messages
 
 from .._errors import StateCapacityExceededError
 from .._records import record_to_message
-from .._retention_settings import FOLLOW_COMPACTION, KEEP_ALL, RetentionSettings
+from .._retention_settings import AUTO, FOLLOW_COMPACTION, KEEP_ALL, RetentionModeName, RetentionSettings
 from .state import (
     CAPACITY_ERROR_KEY,
     CONVERSATION_ID_KEY,
@@ -95,24 +100,97 @@ class TokenBudget:
 
 
 @dataclass(frozen=True)
-class RetentionOutcome:
-    """What enforcing retention did to a conversation's state.
+class EncodedState:
+    """A state with its exact encoding and stored size, so that no check of one decision encodes it again.
 
     Attributes:
-        state: The state to commit (the input object itself when nothing changed).
-        text: Its exact encoding, the string the entity stores.
-        state_bytes: The stored size in UTF-8 bytes.
-        evicted_ids: Ids of the messages deleted under pressure, oldest first.
-        followed_ids: Ids of the messages deleted because compaction excluded them (`follow_compaction`).
-        expired_turns: Ids of the turns whose answers retention dropped (they answer 410).
+        state: The JSON-shaped state.
+        text: `encode_state(state)`, the string the entity stores.
+        size: The stored size in UTF-8 bytes.
+        known_costs: Turn receipts' stored bytes measured for the state this one was derived from.
     """
 
     state: StoredState
     text: str
-    state_bytes: int
+    size: int
+    known_costs: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, state: StoredState, text: str | None = None) -> EncodedState:
+        """`state` encoded once (`text` is its encoding, when the caller has it already)."""
+        text = encode_state(state) if text is None else text
+        return cls(state, text, _utf8_len(text))
+
+    def derived(self, state: StoredState) -> EncodedState:
+        """This state when `state` is this one's object, else `state` encoded once.
+
+        `state` is one this decision made from this one: its turn records are this one's, already measured.
+        """
+        if state is self.state:
+            return self
+        text = encode_state(state)
+        return EncodedState(state, text, _utf8_len(text), self.__dict__.get("receipt_costs", self.known_costs))
+
+    @cached_property
+    def receipt_costs(self) -> dict[str, int]:
+        """Each turn record's stored bytes (its id, record and separators), oldest first."""
+        known = self.known_costs
+        return {
+            turn_id: known[turn_id] if turn_id in known else _receipt_cost(turn_id, record)
+            for turn_id, record in self.state.get(TURNS_KEY, {}).items()
+        }
+
+    @property
+    def receipt_bytes(self) -> int:
+        """The stored bytes of the turn receipts: the records with their braces and commas, and the expired turns'
+        ids."""
+        costs = self.receipt_costs
+        records = 1 + sum(costs.values()) if costs else 2
+        return records + _utf8_len(encode_state(self.state.get(EXPIRED_TURNS_KEY, [])))
+
+
+@dataclass(frozen=True)
+class RetentionOutcome:
+    """What a retention decision (or one step of it) did to a conversation's state.
+
+    Attributes:
+        current: The state to commit (the input object itself when nothing changed), encoded.
+        evicted_ids: Ids of the messages deleted under pressure, oldest first.
+        followed_ids: Ids of the messages deleted because compaction excluded them (`follow_compaction`).
+        expired_turns: Ids of the turns whose answers retention dropped (they answer 410).
+        protected_bytes: The bytes pressure eviction may not free, when it measured them.
+    """
+
+    current: EncodedState
     evicted_ids: tuple[str, ...] = ()
     followed_ids: tuple[str, ...] = ()
     expired_turns: tuple[str, ...] = ()
+    protected_bytes: int | None = None
+
+    @property
+    def state(self) -> StoredState:
+        """The state to commit."""
+        return self.current.state
+
+    @property
+    def text(self) -> str:
+        """Its exact encoding, the string the entity stores."""
+        return self.current.text
+
+    @property
+    def state_bytes(self) -> int:
+        """The stored size in UTF-8 bytes."""
+        return self.current.size
+
+    def then(self, later: RetentionOutcome) -> RetentionOutcome:
+        """This step followed by `later`, which started from this step's state."""
+        return RetentionOutcome(
+            later.current,
+            self.evicted_ids + later.evicted_ids,
+            self.followed_ids + later.followed_ids,
+            self.expired_turns + later.expired_turns,
+            self.protected_bytes if later.protected_bytes is None else later.protected_bytes,
+        )
 
 
 @dataclass(frozen=True)
@@ -121,6 +199,149 @@ class Receipts:
 
     max_records: int
     protected_turn: str | None = None
+
+
+class RetentionStrategy(ABC):
+    """A retention mode: what one conversation may delete to stay within its budget.
+
+    The host calls `make_room` before a turn's model runs and the strategy itself after a completed turn, as core
+    calls a compaction strategy on its messages. Every mode holds turn receipts to their share of the budget.
+
+    Args:
+        settings: The conversation's retention settings (budget and watermarks).
+    """
+
+    mode: ClassVar[RetentionModeName]
+
+    def __init__(self, settings: RetentionSettings) -> None:
+        self.settings = settings
+
+    def make_room(
+        self, state: StoredState, incoming: dict[str, Any], receipts: Receipts, stored_bytes: int | None
+    ) -> StoredState:
+        """The state a turn may run on, given the stored record of its input message (`incoming`).
+
+        `stored_bytes` is the size of `state` as stored, when the caller already has it.
+
+        Raises:
+            StateCapacityExceededError: the mode refuses turns that would take the state over its budget.
+        """
+        return state
+
+    @abstractmethod
+    def __call__(self, current: EncodedState, receipts: Receipts, now_ms: int) -> RetentionOutcome:
+        """Delete what this mode deletes after a completed turn; `now_ms` is the time recorded for evictions."""
+
+    def bound_receipts(self, current: EncodedState, receipts: Receipts) -> RetentionOutcome:
+        """Turn receipts held to their share of the budget."""
+        share = math.floor(self.settings.max_state_bytes * RECEIPT_SHARE)
+        # The receipts are part of the state: when the whole state is within their share, so are they, uncounted.
+        if current.size <= share or current.receipt_bytes <= share:
+            return RetentionOutcome(current)
+        trimmed, expired = _trim_receipts(current.state, current.receipt_costs, receipts, current.receipt_bytes - share)
+        return RetentionOutcome(current.derived(trimmed), expired_turns=tuple(expired))
+
+    def capacity_error(self, current: EncodedState, protected: int) -> dict[str, str] | None:
+        """The `state_capacity_exceeded` error the conversation reports after a completed turn, or None."""
+        budget = self.settings.max_state_bytes
+        if current.size <= budget:
+            return None
+        conversation = current.state.get(CONVERSATION_ID_KEY, "?")
+        error = StateCapacityExceededError(conversation, current.size, budget, self.mode, protected=protected)
+        return error.to_record()
+
+
+class KeepAllStrategy(RetentionStrategy):
+    """`keep_all`: never deletes a message; a turn that would take the state over its budget is refused before the
+    model runs. Receipts are trimmed first (answer copies, then the oldest receipts), as under the other modes."""
+
+    mode: ClassVar[RetentionModeName] = KEEP_ALL
+
+    def make_room(
+        self, state: StoredState, incoming: dict[str, Any], receipts: Receipts, stored_bytes: int | None
+    ) -> StoredState:
+        """The state, its receipts trimmed when that makes room; the answer's size cannot be known before the model
+        runs, so a turn may still end over the budget, and the next one is then refused."""
+        budget = self.settings.max_state_bytes
+        size = stored_bytes if stored_bytes is not None else state_bytes(state)
+        incoming_bytes = _utf8_len(encode_state(incoming)) + 1
+        if size + incoming_bytes <= budget:
+            return state
+        trimmed, _ = _trim_receipts(state, _receipt_costs(state), receipts, size + incoming_bytes - budget)
+        size = state_bytes(trimmed)
+        if size + incoming_bytes <= budget:
+            return trimmed
+        conversation = state.get(CONVERSATION_ID_KEY, "?")
+        logger.warning(
+            "Refused a turn of conversation %s: %d bytes with the message, budget %d (keep_all)",
+            conversation,
+            size + incoming_bytes,
+            budget,
+        )
+        raise StateCapacityExceededError(conversation, size + incoming_bytes, budget, KEEP_ALL)
+
+    def __call__(self, current: EncodedState, receipts: Receipts, now_ms: int) -> RetentionOutcome:
+        return self.bound_receipts(current, receipts)
+
+    def bound_receipts(self, current: EncodedState, receipts: Receipts) -> RetentionOutcome:
+        """Receipts held to their share and, since no message is evicted, to what the budget leaves them."""
+        shared = super().bound_receipts(current, receipts)
+        if shared.current.size <= self.settings.max_state_bytes:
+            return shared
+        bounded = shared.current
+        trimmed, expired = _trim_receipts(
+            bounded.state, bounded.receipt_costs, receipts, bounded.size - self.settings.max_state_bytes
+        )
+        return shared.then(RetentionOutcome(bounded.derived(trimmed), expired_turns=tuple(expired)))
+
+    def capacity_error(self, current: EncodedState, protected: int) -> dict[str, str] | None:
+        """None: a completed turn reports nothing (and clears an earlier refusal); the state may have gone over its
+        budget by this answer, and the next turn's refusal reports that with its numbers."""
+        return None
+
+
+class AutoStrategy(RetentionStrategy):
+    """`auto`: deletes only under pressure. Once the state reaches the high watermark it is brought down to the low
+    one: first the answer copies old receipts keep go, then message groups (`_eviction_steps` order)."""
+
+    mode: ClassVar[RetentionModeName] = AUTO
+
+    def __call__(self, current: EncodedState, receipts: Receipts, now_ms: int) -> RetentionOutcome:
+        outcome = self.bound_receipts(current, receipts)
+        if outcome.state_bytes < math.floor(self.settings.max_state_bytes * self.settings.high_watermark):
+            return outcome
+        low = math.floor(self.settings.max_state_bytes * self.settings.low_watermark)
+        # Answer copies old receipts keep go before any conversation message does.
+        copies, gone = _drop_answer_copies(outcome.current, receipts, outcome.state_bytes - low)
+        if gone:
+            outcome = outcome.then(RetentionOutcome(outcome.current.derived(copies), expired_turns=tuple(gone)))
+        if outcome.state_bytes <= low:
+            return outcome
+        return outcome.then(_evict_under_pressure(outcome.current, self.settings, receipts, now_ms))
+
+
+class FollowCompactionStrategy(AutoStrategy):
+    """`follow_compaction`: first deletes what compaction excluded, then applies `auto`'s pressure eviction."""
+
+    mode: ClassVar[RetentionModeName] = FOLLOW_COMPACTION
+
+    def __call__(self, current: EncodedState, receipts: Receipts, now_ms: int) -> RetentionOutcome:
+        followed = _compacted_ids(current.state[MESSAGES_KEY]) if current.state.get(MESSAGES_KEY) else []
+        if not followed:
+            return super().__call__(current, receipts, now_ms)
+        new, expired = _without(current.state, set(followed), receipts, now_ms)
+        deleted = RetentionOutcome(current.derived(new), followed_ids=tuple(followed), expired_turns=tuple(expired))
+        return deleted.then(super().__call__(deleted.current, receipts, now_ms))
+
+
+_STRATEGIES: dict[RetentionModeName, type[RetentionStrategy]] = {
+    strategy.mode: strategy for strategy in (KeepAllStrategy, AutoStrategy, FollowCompactionStrategy)
+}
+
+
+def strategy_for(settings: RetentionSettings) -> RetentionStrategy:
+    """The strategy of the settings' mode, holding their budget."""
+    return _STRATEGIES[settings.mode](settings)
 
 
 def apply_retention_settings(state: StoredState, settings: RetentionSettings, now_ms: int) -> StoredState:
@@ -149,35 +370,15 @@ def retention_of(state: Mapping[str, Any]) -> RetentionSettings:
 def make_room_for_turn(
     state: StoredState, incoming: dict[str, Any], receipts: Receipts, stored_bytes: int | None = None
 ) -> StoredState:
-    """The state a `keep_all` turn may run on: refused before the model runs when it would go over its budget.
+    """The state a turn may run on: under `keep_all` refused before the model runs when it would go over its budget.
 
-    Turn receipts are trimmed first (answer copies, then the oldest receipts), as under the other modes; only when
-    the conversation still does not fit is the turn refused. `incoming` is the stored record of the turn's input
-    message; `stored_bytes` the size of `state` as stored, when the caller already has it. The answer's size cannot
-    be known before the model runs, so a turn may still end over the budget; the next one is then refused.
+    `incoming` is the stored record of the turn's input message; `stored_bytes` the size of `state` as stored, when
+    the caller already has it (`RetentionStrategy.make_room`).
 
     Raises:
         StateCapacityExceededError: the mode is `keep_all` and the conversation with the input is over the budget.
     """
-    settings = retention_of(state)
-    if settings.mode != KEEP_ALL:
-        return state
-    size = stored_bytes if stored_bytes is not None else state_bytes(state)
-    incoming_bytes = _utf8_len(encode_state(incoming)) + 1
-    if size + incoming_bytes <= settings.max_state_bytes:
-        return state
-    trimmed, _ = _trim_receipts(state, receipts, settings.max_state_bytes - incoming_bytes, size=size)
-    size = state_bytes(trimmed)
-    if size + incoming_bytes <= settings.max_state_bytes:
-        return trimmed
-    conversation = state.get(CONVERSATION_ID_KEY, "?")
-    logger.warning(
-        "Refused a turn of conversation %s: %d bytes with the message, budget %d (keep_all)",
-        conversation,
-        size + incoming_bytes,
-        settings.max_state_bytes,
-    )
-    raise StateCapacityExceededError(conversation, size + incoming_bytes, settings.max_state_bytes, KEEP_ALL)
+    return strategy_for(retention_of(state)).make_room(state, incoming, receipts, stored_bytes)
 
 
 def retain_after_turn(
@@ -196,8 +397,10 @@ def retain_after_turn(
     error = turn.get("error") or {}
     if error.get("code") == StateCapacityExceededError.codes[0] and state.get(CAPACITY_ERROR_KEY) != error:
         new = {**state, CAPACITY_ERROR_KEY: dict(error)}
-    new, _ = _bound_receipts(new, receipts, text=None if new is not state else text)
-    return (new, text) if new is state else (new, encode_state(new))
+    bounded = strategy_for(retention_of(new)).bound_receipts(
+        EncodedState.of(new, text if new is state else None), receipts
+    )
+    return bounded.state, bounded.text
 
 
 def enforce_retention(
@@ -215,160 +418,99 @@ def enforce_retention(
         The state to commit and its exact encoding. When even what may not be evicted is over the budget,
         nothing more is evicted and the state carries a `state_capacity_exceeded` error instead.
     """
-    settings = retention_of(state)
-    budget = settings.max_state_bytes
+    strategy = strategy_for(retention_of(state))
     repaired = _reinstate_orphaned_exclusions(state)
-    if repaired is not state:
-        state, text = repaired, None
-    text = encode_state(state) if text is None else text
-    size = _utf8_len(text)
-    new = state
-    followed: list[str] = []
-    evicted: list[str] = []
-    expired: list[str] = []
-
-    if settings.mode == FOLLOW_COMPACTION:
-        followed = _compacted_ids(state[MESSAGES_KEY]) if state.get(MESSAGES_KEY) else []
-        if followed:
-            new, gone = _without(state, set(followed), receipts, now_ms)
-            expired += gone
-
-    new, gone = _bound_receipts(new, receipts, text=text if new is state else None)
-    expired += gone
-    if new is not state:
-        text = encode_state(new)
-        size = _utf8_len(text)
-
-    high = math.floor(budget * settings.high_watermark)
-    protected = size
-    if settings.mode != KEEP_ALL and size >= high:
-        low = math.floor(budget * settings.low_watermark)
-        # Answer copies old receipts keep go before any conversation message does.
-        new, gone = _drop_answer_copies(new, receipts, size - low)
-        if gone:
-            expired += gone
-            text = encode_state(new)
-            size = _utf8_len(text)
-        if size > low:
-            new, text, size, evicted, gone, protected = _evict_under_pressure(
-                new, text, size, settings, receipts, now_ms
-            )
-            expired += gone
-
-    error = _capacity_error(new, size, protected, settings)
-    if error != new.get(CAPACITY_ERROR_KEY):
-        new = copy.copy(new)
+    outcome = strategy(EncodedState.of(repaired, text if repaired is state else None), receipts, now_ms)
+    protected = outcome.state_bytes if outcome.protected_bytes is None else outcome.protected_bytes
+    error = strategy.capacity_error(outcome.current, min(protected, outcome.state_bytes))
+    if error != outcome.state.get(CAPACITY_ERROR_KEY):
+        new = copy.copy(outcome.state)
         if error is None:
             del new[CAPACITY_ERROR_KEY]
         else:
             new[CAPACITY_ERROR_KEY] = error
-        text = encode_state(new)
-        size = _utf8_len(text)
+        outcome = outcome.then(RetentionOutcome(outcome.current.derived(new)))
 
-    if followed or evicted or expired:
+    if outcome.followed_ids or outcome.evicted_ids or outcome.expired_turns:
+        settings = strategy.settings
         logger.info(
             "Retention (%s) deleted %d compacted and evicted %d messages and dropped %d turn answers of "
             "conversation %s; now %d bytes (budget %d, watermarks %.2f/%.2f)",
-            settings.mode,
-            len(followed),
-            len(evicted),
-            len(expired),
+            strategy.mode,
+            len(outcome.followed_ids),
+            len(outcome.evicted_ids),
+            len(outcome.expired_turns),
             state.get(CONVERSATION_ID_KEY, "?"),
-            size,
-            budget,
+            outcome.state_bytes,
+            settings.max_state_bytes,
             settings.high_watermark,
             settings.low_watermark,
         )
     if error is not None and error != state.get(CAPACITY_ERROR_KEY):
         logger.warning("Conversation %s: %s", state.get(CONVERSATION_ID_KEY, "?"), error["message"])
-    return RetentionOutcome(new, text, size, tuple(evicted), tuple(followed), tuple(expired))
-
-
-def _bound_receipts(state: StoredState, receipts: Receipts, *, text: str | None) -> tuple[StoredState, list[str]]:
-    """Receipts held to their share of the budget and, since `keep_all` evicts no message, to what the budget
-    leaves them after the conversation. `text` is the encoding of `state`, when known."""
-    settings = retention_of(state)
-    share = math.floor(settings.max_state_bytes * RECEIPT_SHARE)
-    expired: list[str] = []
-    # The receipts are part of the state: when the whole state is within their share, so are they, uncounted.
-    if (text is None or _utf8_len(text) > share) and _receipt_bytes(state) > share:
-        state, expired = _trim_receipts(state, receipts, share)
-        text = None
-    if settings.mode == KEEP_ALL:
-        size = _utf8_len(text if text is not None else encode_state(state))
-        if size > settings.max_state_bytes:
-            state, more = _trim_receipts(state, receipts, settings.max_state_bytes, size=size)
-            expired += more
-    return state, expired
-
-
-def _receipt_bytes(state: StoredState) -> int:
-    """The stored bytes of the turn receipts: the records and the ids of expired turns."""
-    return _utf8_len(encode_state(state.get(TURNS_KEY, {}))) + _utf8_len(encode_state(state.get(EXPIRED_TURNS_KEY, [])))
+    return outcome
 
 
 def _receipt_costs(state: StoredState) -> dict[str, int]:
     """Each turn record's stored bytes (its id, record and separators), oldest first."""
-    return {
-        turn_id: _utf8_len(encode_state(turn_id)) + _utf8_len(encode_state(record)) + 2
-        for turn_id, record in state.get(TURNS_KEY, {}).items()
-    }
+    return {turn_id: _receipt_cost(turn_id, record) for turn_id, record in state.get(TURNS_KEY, {}).items()}
+
+
+def _receipt_cost(turn_id: str, record: Mapping[str, Any]) -> int:
+    return _utf8_len(encode_state(turn_id)) + _utf8_len(encode_state(record)) + 2
 
 
 def _trim_receipts(
-    state: StoredState, receipts: Receipts, limit: int, *, size: int | None = None
+    state: StoredState, costs: Mapping[str, int], receipts: Receipts, excess: int
 ) -> tuple[StoredState, list[str]]:
-    """Drop turn receipts until they (or, given the state's `size`, the whole state) fit `limit` bytes.
+    """Drop turn receipts (`costs`: each one's stored bytes) until about `excess` bytes are freed.
 
     Answer copies go first, oldest first, then the oldest receipts; the protected turn is kept. Returns the new
     state and the expired turn ids.
     """
-    costs = _receipt_costs(state)
-    total = (size if size is not None else _receipt_bytes(state)) - limit
     turns = state.get(TURNS_KEY, {})
     order = [t for t in costs if holds_copies(turns[t])] + [t for t in costs if not holds_copies(turns[t])]
     dropped: list[str] = []
     for turn_id in order:
-        if total <= 0:
+        if excess <= 0:
             break
         if turn_id == receipts.protected_turn:
             continue
         dropped.append(turn_id)
         # An expired turn leaves its id behind (about its own length) in the list of expired turns.
-        total -= costs[turn_id] - _utf8_len(encode_state(turn_id)) - 1
+        excess -= costs[turn_id] - _utf8_len(encode_state(turn_id)) - 1
     return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
 
 
-def _drop_answer_copies(state: StoredState, receipts: Receipts, needed: int) -> tuple[StoredState, list[str]]:
+def _drop_answer_copies(current: EncodedState, receipts: Receipts, needed: int) -> tuple[StoredState, list[str]]:
     """Expire the oldest receipts that keep their own answer copies until about `needed` bytes are freed."""
-    turns = state.get(TURNS_KEY, {})
-    costs = {turn_id: cost for turn_id, cost in _receipt_costs(state).items() if holds_copies(turns[turn_id])}
+    turns = current.state.get(TURNS_KEY, {})
     dropped: list[str] = []
-    for turn_id, cost in costs.items():
+    for turn_id, cost in current.receipt_costs.items():
         if needed <= 0:
             break
-        if turn_id != receipts.protected_turn:
+        if turn_id != receipts.protected_turn and holds_copies(turns[turn_id]):
             dropped.append(turn_id)
             needed -= cost
-    return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
+    return (_expired(dict(current.state), dropped, receipts), dropped) if dropped else (current.state, [])
 
 
 def _evict_under_pressure(
-    state: StoredState, text: str, size: int, settings: RetentionSettings, receipts: Receipts, now_ms: int
-) -> tuple[StoredState, str, int, list[str], list[str], int]:
+    current: EncodedState, settings: RetentionSettings, receipts: Receipts, now_ms: int
+) -> RetentionOutcome:
     """Evict groups in `_eviction_steps` order until the state is down to the low watermark.
 
     Aims at the budget itself when what may not be evicted is already over the low watermark, and evicts
-    nothing when it is over the budget. A receipt naming an evicted message expires with it. Returns the new
-    state, its encoding and size, the evicted message ids, the expired turn ids and the bytes that may not be
-    evicted.
+    nothing when it is over the budget. A receipt naming an evicted message expires with it. The outcome carries
+    the bytes that may not be evicted.
     """
+    state = current.state
     records: list[dict[str, Any]] = state.get(MESSAGES_KEY) or []
     steps = _eviction_steps(records, _evictable_groups(records))
     encoded = {index: encode_state(records[index]) for step in steps for index in step}
     turns = state.get(TURNS_KEY) or {}
     named = named_messages(turns)
-    receipt_cost = _receipt_costs(state)
+    receipt_cost = current.receipt_costs
     naming: dict[str, int] = {}
     for turn_id, record in turns.items():
         for message in record.get("messages", ()):
@@ -379,11 +521,11 @@ def _evict_under_pressure(
         index: _utf8_len(part) + 1 + (naming.get(records[index]["id"], 0) if records[index]["id"] in named else 0)
         for index, part in encoded.items()
     }
-    protected = size - sum(cost.values())
+    protected = current.size - sum(cost.values())
     low = math.floor(settings.max_state_bytes * settings.low_watermark)
     target = low if protected <= low else settings.max_state_bytes
     if protected > target or not steps:
-        return state, text, size, [], [], protected
+        return RetentionOutcome(current, protected_bytes=protected)
 
     budget = TokenBudget.calibrated(target - protected, list(encoded.values()))
     kept_tokens = budget.tokens_for(sum(cost.values()))
@@ -395,7 +537,7 @@ def _evict_under_pressure(
         "Conversation %s is at %d of %d bytes: keeping ~%.0f tokens of evictable messages (%.2f bytes a token), "
         "evicting %d of %d eviction steps",
         state.get(CONVERSATION_ID_KEY, "?"),
-        size,
+        current.size,
         settings.max_state_bytes,
         budget.tokens,
         budget.bytes_per_token,
@@ -406,10 +548,9 @@ def _evict_under_pressure(
         # The plan was made before the truncation record grew by its new numbers: the exact bytes decide.
         evicted = [records[index]["id"] for index in sorted(index for step in steps[:count] for index in step)]
         new, expired = _without(state, set(evicted), receipts, now_ms) if evicted else (state, [])
-        text = encode_state(new) if evicted else text
-        size = _utf8_len(text)
-        if size <= target or count == len(steps):
-            return new, text, size, evicted, expired, protected
+        candidate = current.derived(new)
+        if candidate.size <= target or count == len(steps):
+            return RetentionOutcome(candidate, tuple(evicted), expired_turns=tuple(expired), protected_bytes=protected)
         count += 1
 
 
@@ -598,22 +739,6 @@ def _expired(state: StoredState, turn_ids: Sequence[str], receipts: Receipts) ->
     truncation[EXPIRED_ANSWERS_KEY] = truncation.get(EXPIRED_ANSWERS_KEY, 0) + len(turn_ids)
     state[TRUNCATION_KEY] = truncation
     return state
-
-
-def _capacity_error(
-    state: StoredState, size: int, protected: int, settings: RetentionSettings
-) -> dict[str, str] | None:
-    """The `state_capacity_exceeded` error a conversation reports after a completed turn, or None.
-
-    Under `keep_all` a completed turn reports nothing (and clears an earlier refusal): the state may have gone
-    over its budget by this answer, and the next turn's refusal reports that with its numbers.
-    """
-    budget = settings.max_state_bytes
-    if size <= budget or settings.mode == KEEP_ALL:
-        return None
-    conversation = state.get(CONVERSATION_ID_KEY, "?")
-    error = StateCapacityExceededError(conversation, size, budget, settings.mode, protected=min(protected, size))
-    return error.to_record()
 
 
 def _utf8_len(text: str) -> int:

@@ -85,6 +85,24 @@ def test_every_summary_link_the_api_shows_names_a_stored_message() -> None:
     assert links and set(links) <= {message["messageId"] for message in shown}
 
 
+@pytest.mark.parametrize("index", range(len(TEMPLATE_CASES)), ids=["30000-bytes", "defaults"])
+def test_a_summary_never_lists_a_later_message_under_a_deleted_messages_id(index: int) -> None:
+    # Core names an unnamed message by its position, and positions come round again once retention deletes: the
+    # answer of turn 109 at 30,000 bytes was named like a message a stored summary stands for, which it then listed.
+    records = replayed(TEMPLATE_CASES, index, "auto").final_records
+
+    shown = {message["messageId"]: message for message in (render_message(record, "assistant") for record in records)}
+
+    claimed = [
+        (summary_id, listed)
+        for summary_id, summary in shown.items()
+        for listed in summary.get("summaryOf", ())
+        if listed in shown and shown[listed].get("summarizedBy") != summary_id
+    ]
+    assert any("summaryOf" in message for message in shown.values())
+    assert claimed == []
+
+
 def test_the_page_shows_exactly_what_the_bench_prints() -> None:
     budget_runs = [replayed(CASES, index, "auto") for index in range(len(CASES))]
     template_runs = [replayed(TEMPLATE_CASES, index, "auto") for index in range(len(TEMPLATE_CASES))]

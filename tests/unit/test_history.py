@@ -326,6 +326,49 @@ def test_a_new_summary_whose_name_no_stored_message_holds_keeps_cores_name() -> 
     assert [m.to_dict() for m in buffer] == [m.to_dict() for m in before]
 
 
+# --- ids of deleted messages ------------------------------------------------------------------------------------------
+
+
+def test_an_id_a_stored_summary_still_lists_is_never_given_to_a_new_message() -> None:
+    # Retention deleted msg_1 and msg_2, which `summary_0` stands for; its list still names them. The new answer is
+    # at position 2: named `msg_2` again, the summary would seem to stand for it.
+    stored = [written_summary("summary_0", ["msg_1", "msg_2"]), Message("user", ["q"], message_id="t5.in")]
+    answer = Message("assistant", ["a"])
+
+    assign_transcript_ids([*stored, answer], stored)
+
+    assert answer.message_id == "msg_3"
+    assert stored[0].additional_properties["_group"]["_summary_of_message_ids"] == ["msg_1", "msg_2"]
+
+
+def test_a_new_message_core_named_with_a_retired_id_is_renamed_and_its_group_and_links_follow() -> None:
+    # Core named this run's answer `msg_2` by its position and at once summarized it in `summary_9`.
+    stored = [written_summary("summary_0", ["msg_1", "msg_2"]), Message("user", ["q"], message_id="t5.in")]
+    answer = linked("a", "msg_2", "summary_9")
+    new_summary = written_summary("summary_9", ["msg_2"])
+    buffer = [stored[0], new_summary, stored[1], answer]
+
+    assign_transcript_ids(buffer, stored)
+
+    assert [m.message_id for m in buffer] == ["summary_0", "summary_9", "t5.in", "msg_4"]
+    assert answer.additional_properties["_group"]["id"] == "group_msg_4"
+    assert new_summary.additional_properties["_group"]["_summary_of_message_ids"] == ["msg_4"]
+    assert link_of(answer) == "summary_9"
+    assert stored[0].additional_properties["_group"]["_summary_of_message_ids"] == ["msg_1", "msg_2"]
+
+
+def test_a_new_summary_named_like_a_deleted_summary_a_stored_one_lists_gets_the_turns_id() -> None:
+    stored = [written_summary("summary_5", ["summary_1", "m2"]), Message("user", ["q"], message_id="t7.in")]
+    new = written_summary("summary_1", ["t7.in"])
+    stood_for = linked("q", "t7.in", "summary_1")
+    buffer = [stored[0], new, stood_for]
+
+    rename_clashing_summaries(buffer, [stored[0]], "t7")
+
+    assert new.message_id == "t7.summary"
+    assert link_of(stood_for) == "t7.summary"
+
+
 # --- delivered_response --------------------------------------------------------------------------------------------
 
 

@@ -11,14 +11,20 @@ import pytest
 from agent_framework import Content, Message
 
 from agent_host import RetentionSettings, StateCapacityExceededError
+from agent_host._conversation import retention
 from agent_host._conversation.retention import (
     RECEIPT_SHARE,
+    AutoStrategy,
+    FollowCompactionStrategy,
+    KeepAllStrategy,
     Receipts,
+    RetentionStrategy,
     apply_retention_settings,
     enforce_retention,
     make_room_for_turn,
     retain_after_turn,
     state_bytes,
+    strategy_for,
 )
 from agent_host._conversation.state import decode_state, encode_state, new_state
 from agent_host._records import message_to_record
@@ -626,3 +632,56 @@ def test_a_refused_keep_all_turn_pushes_older_receipts_out_rather_than_the_state
     assert kept["messages"] == records and kept["turns"]["t20"] == refusal
     assert kept["expiredTurns"] == [f"t{n}" for n in range(len(kept["expiredTurns"]))] != []
     assert kept["capacityError"] == refusal["error"]
+
+
+# -- strategies ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "strategy"),
+    [("keep_all", KeepAllStrategy), ("auto", AutoStrategy), ("follow_compaction", FollowCompactionStrategy)],
+)
+def test_each_mode_is_one_strategy_holding_the_conversations_settings(
+    mode: str, strategy: type[RetentionStrategy]
+) -> None:
+    settings = RetentionSettings(mode=mode, max_state_bytes=8192)
+
+    chosen = strategy_for(settings)
+
+    assert type(chosen) is strategy
+    assert chosen.mode == mode
+    assert chosen.settings is settings
+
+
+@pytest.mark.parametrize("mode", ["keep_all", "auto", "follow_compaction"])
+def test_a_decision_encodes_each_state_it_makes_and_measures_each_receipt_once(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = [record for number in range(30) for record in exchange(number)]
+    state = state_of(records, mode=mode)
+    # The messages fill 70% of the budget and the receipts far more than their share: trimmed to it, the state is
+    # within the budget (keep_all) and over the high watermark (the others evict).
+    with_budget(state, budget_for(state_of(records), 0.7))
+    state["turns"] = {
+        f"t{n:03d}": {"status": "failed", "error": {"code": "turn_failed", "message": "x" * 80}, "at": NOW + n}
+        for n in range(60)
+    }
+    encoded: list[dict[str, Any]] = []
+    measured: list[dict[str, Any]] = []
+
+    def counting(value: Any) -> str:
+        # Held, so no two of them share an id().
+        if isinstance(value, dict) and "conversationId" in value:
+            encoded.append(value)
+        elif isinstance(value, dict) and "status" in value:
+            measured.append(value)
+        return encode_state(value)
+
+    monkeypatch.setattr(retention, "encode_state", counting)
+
+    outcome = enforce_retention(state, now_ms=LATER, receipts=RECEIPTS, text=encode_state(state))
+
+    assert len({id(value) for value in encoded}) == len(encoded)
+    assert len({id(value) for value in measured}) == len(measured) == 60  # each turn receipt measured once
+    assert outcome.expired_turns  # the controls: receipts were trimmed and, but under keep_all, messages evicted
+    assert bool(outcome.evicted_ids) is (mode != "keep_all")
