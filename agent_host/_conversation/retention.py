@@ -21,6 +21,7 @@ JSON-shaped state and return a new one, leaving the input unchanged.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -335,7 +336,7 @@ def _trim_receipts(
             continue
         dropped.append(turn_id)
         # An expired turn leaves its id behind (about its own length) in the list of expired turns.
-        total -= costs[turn_id] - _utf8_len(encode_state(turn_id)) - 1
+        total -= costs[turn_id] - _utf8_len(json.dumps(turn_id, ensure_ascii=False)) - 1
     return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
 
 
