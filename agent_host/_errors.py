@@ -90,7 +90,8 @@ def status_for_code(code: str) -> int:
 class InvalidRequestError(AgentHostError):
     """The request body, a parameter or a header is malformed; the message says what to send instead."""
 
-    codes = (
+    # Annotated so that subclasses may declare fewer codes (mypy would infer this tuple's exact length).
+    codes: ClassVar[tuple[str, ...]] = (
         "invalid_body",
         "invalid_json",
         "invalid_encoding",

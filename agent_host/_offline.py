@@ -16,7 +16,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from agent_framework import BaseChatClient, ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
+from agent_framework import (
+    BaseChatClient,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    Message,
+    ResponseStream,
+    UsageDetails,
+)
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 from pydantic import BaseModel
@@ -246,7 +254,7 @@ def _result_text(result: Any) -> str:
     return str(text if text is not None else result)
 
 
-def _usage(messages: Sequence[Message], reply: Message) -> dict[str, int]:
+def _usage(messages: Sequence[Message], reply: Message) -> UsageDetails:
     # About four characters a token, as core's CharacterEstimatorTokenizer counts.
     prompt = sum(len(m.text or "") for m in messages) // 4 + len(messages)
     completion = len(reply.text or "") // 4 + 1

@@ -151,7 +151,7 @@ def _content(content: Any, where: str) -> Content | None:
     kind = content.get("$type")
     if kind in _DROPPED:
         return None
-    build = _BUILDERS.get(kind)
+    build = _BUILDERS.get(kind) if isinstance(kind, str) else None
     if build is None:
         return None
     try:

@@ -57,7 +57,7 @@ def author_field(role: str, author: str | None, agent_name: str | None) -> dict[
 def record_author(record: dict[str, Any], agent_name: str | None) -> str | None:
     """A stored message's author name: the agent's own name when an assistant message omits it."""
     if "author" in record:
-        return record["author"]  # type: ignore[no-any-return]
+        return record["author"]
     return agent_name if record["role"] == ASSISTANT_ROLE else None
 
 

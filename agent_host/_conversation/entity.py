@@ -376,7 +376,8 @@ class ConversationEntity:
             history = CONVERSATION_CACHE.history_for(stored, state[AGENT_KEY])
             session.state[durable.source_id] = {BUFFER_KEY: history.messages}
         run_options = _run_options(request)
-        options = {"options": run_options} if run_options else {}
+        # Core's Agent takes `options=`; the SupportsAgentRun protocol does not, so it is passed only when set.
+        options: dict[str, Any] = {"options": run_options} if run_options else {}
         run = (
             agent.run(inputs, session=session, **options)
             if streamed is None
@@ -495,13 +496,13 @@ class ConversationEntity:
         """
         agent = copy.copy(self.agent)
         if isinstance(agent, Agent) or hasattr(agent, "context_providers"):
-            agent.context_providers = list(self.plan.providers)  # type: ignore[attr-defined]
+            agent.context_providers = list(self.plan.providers)
         if isinstance(getattr(agent, "default_options", None), dict):
             agent.default_options = dict(agent.default_options)  # type: ignore[attr-defined]
             if not tools:
                 agent.default_options.pop("tools", None)  # type: ignore[attr-defined]
         if not tools and hasattr(agent, "mcp_tools"):
-            agent.mcp_tools = []  # type: ignore[attr-defined]
+            agent.mcp_tools = []
         return agent
 
 
@@ -570,7 +571,7 @@ def _operation_input(context: df.DurableEntityContext, model: type[ModelT]) -> M
 def read_raw_state(context: df.DurableEntityContext) -> str | None:
     """The state string exactly as the host stored it, without the SDK's generic decoding."""
     if getattr(context, "_state_is_raw", False):
-        return context._state  # type: ignore[no-any-return]
+        return context._state
     state = context.get_state()
     return state if isinstance(state, str) or state is None else encode_state(state)
 

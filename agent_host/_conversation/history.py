@@ -350,10 +350,10 @@ def reconcile_by_message_id(
             kept_after.setdefault(previous, []).append(record)
     result = list(kept_after.get(None, []))
     for position, message in enumerate(buffer):
-        record = reused[position] if reused else None
-        if record is None:
-            at: int = stored_at.get(message.message_id, now_ms)  # type: ignore[arg-type]
-            record = message_to_record(message, at, agent_name)
-        result.append(record)
+        message_record = reused[position] if reused else None
+        if message_record is None:
+            at: int = stored_at.get(message.message_id, now_ms)
+            message_record = message_to_record(message, at, agent_name)
+        result.append(message_record)
         result.extend(kept_after.get(message.message_id, []))
     return result

@@ -8,13 +8,13 @@ short result. Knows nothing about HTTP or orchestrations.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 from .._contract import MAX_REPLY_BYTES, RunReply
 from .state import TURNS_KEY, StoredState
 from .turn_records import answer_messages
 
-EXPIRED_STATUS = "expired"
+EXPIRED_STATUS: Final = "expired"
 
 
 def run_result(

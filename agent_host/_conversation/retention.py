@@ -24,6 +24,7 @@ the newest exchange (with the answer being delivered) are never evicted (archite
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 from abc import ABC, abstractmethod
@@ -456,8 +457,8 @@ def _receipt_costs(state: StoredState) -> dict[str, int]:
     return {turn_id: _receipt_cost(turn_id, record) for turn_id, record in state.get(TURNS_KEY, {}).items()}
 
 
-def _receipt_cost(turn_id: str, record: Mapping[str, Any]) -> int:
-    return _utf8_len(encode_state(turn_id)) + _utf8_len(encode_state(record)) + 2
+def _receipt_cost(turn_id: str, record: dict[str, Any]) -> int:
+    return _utf8_len(json.dumps(turn_id, ensure_ascii=False)) + _utf8_len(encode_state(record)) + 2
 
 
 def _trim_receipts(
@@ -478,7 +479,7 @@ def _trim_receipts(
             continue
         dropped.append(turn_id)
         # An expired turn leaves its id behind (about its own length) in the list of expired turns.
-        excess -= costs[turn_id] - _utf8_len(encode_state(turn_id)) - 1
+        excess -= costs[turn_id] - _utf8_len(json.dumps(turn_id, ensure_ascii=False)) - 1
     return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
 
 

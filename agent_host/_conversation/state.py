@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from json.decoder import JSONDecodeError, scanstring  # type: ignore[attr-defined]
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
@@ -30,7 +30,7 @@ from .._retention_settings import RetentionSettings
 # later read shows its parsed value; a conversation imported from agent-framework-azurefunctions says where from
 # (`importedFrom`). Older code would refuse either, so the version says so.
 # Versions 1 to 3 are upgraded on read.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION: Final = 4
 
 SCHEMA_VERSION_KEY = "schemaVersion"
 AGENT_KEY = "agent"
@@ -314,7 +314,8 @@ def _scan_object(raw: str, index: int) -> tuple[dict[str, Any], dict[str, tuple[
             raise JSONDecodeError("Expecting ':' delimiter", raw, index)
         start = _skip_space(raw, index + 1)
         try:
-            data[key], index = _DECODER.scan_once(raw, start)
+            # JSONDecoder sets scan_once in __init__; typeshed does not declare it.
+            data[key], index = _DECODER.scan_once(raw, start)  # type: ignore[attr-defined]
         except StopIteration as stop:
             raise JSONDecodeError("Expecting value", raw, stop.value) from None
         spans[key] = (start, index)

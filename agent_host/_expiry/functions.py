@@ -49,7 +49,7 @@ class ExpiryFunctions:
 
     def _register_activity(self, app: df.DFApp) -> None:
         # A bare `dict`: the worker refuses a parameterized annotation such as dict[str, Any] on a binding.
-        async def expiry_watch(watch: dict, client: df.DurableOrchestrationClient) -> str:  # type: ignore[type-arg]
+        async def expiry_watch(watch: dict, client: df.DurableOrchestrationClient) -> str:
             first = watch_input(watch)
             return await watch_conversation(client, first.entity, first.key, float(first.ttl_seconds or TTL_OFF))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import azure.functions as func
 
@@ -19,6 +19,9 @@ from .event_stream import RouteResponse
 logger = logging.getLogger("agent_host.http")
 
 JSON_MEDIA_TYPE = "application/json"
+
+# What a route's handler answers: a plain response, or (for the streaming routes) an event stream as well.
+HandlerResponse = TypeVar("HandlerResponse", bound=RouteResponse)
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> func.HttpResponse:
@@ -39,8 +42,8 @@ def render_error(error: AgentHostError) -> func.HttpResponse:
 
 
 async def respond(
-    req: func.HttpRequest, methods: tuple[str, ...], handler: Callable[[], Awaitable[RouteResponse]]
-) -> RouteResponse:
+    req: func.HttpRequest, methods: tuple[str, ...], handler: Callable[[], Awaitable[HandlerResponse]]
+) -> HandlerResponse | func.HttpResponse:
     """Run a route's handler for one of its `methods`, rendering any error it raises.
 
     `OPTIONS` answers 204 with the route's methods in `Allow`; any other method outside `methods` answers 405.

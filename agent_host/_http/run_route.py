@@ -247,7 +247,7 @@ async def run_compat(
         failed = {"response": None, **base, "status": "failed", "error": error}
         return _answer(request, status_for_code(error["code"]), failed, turn_url)
     messages = answer_messages(state, record)
-    answer = {**base, "response": turn_text(messages), "status": "success"}
+    answer: dict[str, Any] = {**base, "response": turn_text(messages), "status": "success"}
     if record.get(STRUCTURED_KEY):
         answer["value"] = json.loads(answer["response"])
     answer["message_count"] = len(state.get(MESSAGES_KEY, []))

@@ -142,9 +142,7 @@ class TurnStreamReader:
             return None
         raise TurnNotFoundError(self.conversation_id, self.turn_id)
 
-    async def _finish(
-        self, finished: _Finished, stream: str, cursor: int, after: int
-    ) -> AsyncIterator[StreamEvent | None]:
+    async def _finish(self, finished: _Finished, stream: str, cursor: int, after: int) -> AsyncIterator[StreamEvent]:
         """What is left once the receipt is committed: the rest of the stream (or the receipt replayed), then the
         last event, each only if its id is after `after`."""
         if finished.turn_id != self.turn_id and cursor == 0:

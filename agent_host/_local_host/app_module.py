@@ -38,7 +38,8 @@ def script_file_warning(module: ModuleType, script_root: Path) -> str | None:
     """A warning when the worker would load another file than this module (None when it is the same one)."""
     script_name = os.environ.get(SCRIPT_FILE_SETTING) or DEFAULT_SCRIPT_FILE
     expected = (script_root / script_name).resolve()
-    loaded = Path(module.__file__).resolve() if getattr(module, "__file__", None) else None
+    module_file = getattr(module, "__file__", None)
+    loaded = Path(module_file).resolve() if module_file else None
     if loaded == expected:
         return None
     where = loaded if loaded is not None else f"module {module.__name__!r}"

@@ -55,7 +55,7 @@ def _mixed_shapes_hint(functions: list[func.Function]) -> str:
     http = [
         f
         for f in functions
-        if (f.get_trigger() is not None and f.get_trigger().get_dict_repr().get("type") == _HTTP_TRIGGER)
+        if (trigger := f.get_trigger()) is not None and trigger.get_dict_repr().get("type") == _HTTP_TRIGGER
     ]
     streams = [f.get_function_name() for f in http if _takes_fastapi_request(f)]
     classic = [f.get_function_name() for f in http if not _takes_fastapi_request(f)]
@@ -117,7 +117,7 @@ def _binding(binding_type: str) -> Any:
     return func.get_binding_registry().get(binding_type) or _GenericBinding
 
 
-def _has_implicit_output(binding_type: str) -> bool:
+def _has_implicit_output(binding_type: str | None) -> bool:
     binding = func.get_binding_registry().get(binding_type)
     if binding is None:  # the generic binding: an implicit output, except for the durable client
         return binding_type != "durableClient"
@@ -127,7 +127,7 @@ def _has_implicit_output(binding_type: str) -> bool:
 def _is_generic(annotation: Any) -> bool:
     """The worker's test for a generic type (``typing_inspect.is_generic_type``): ``typing.List[int]`` is one,
     ``list[int]`` and ``X | None`` are not."""
-    if isinstance(annotation, type) and issubclass(annotation, typing.Generic):  # type: ignore[arg-type]
+    if isinstance(annotation, type) and issubclass(annotation, typing.Generic):
         return True
     aliases = (typing._GenericAlias, typing._SpecialGenericAlias)  # type: ignore[attr-defined]
     excluded = (typing.Union, tuple, typing.ClassVar, collections.abc.Callable)

@@ -155,8 +155,7 @@ class McpServer:
             McpProtocolError: the tool is unknown, or a required property is missing or null.
         """
         name = params.get("name")
-        tool = self.tools.get(name.lower()) if isinstance(name, str) else None
-        if tool is None:
+        if not isinstance(name, str) or (tool := self.tools.get(name.lower())) is None:
             raise McpProtocolError(INVALID_PARAMS, f"Unknown tool: '{name}'")
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):

@@ -138,7 +138,7 @@ def execution_started_event(
     Returns:
         The event.
     """
-    parent = (
+    parent: dict[str, Any] = (
         {"ParentInstance": {"InstanceId": parent_instance_id, "TaskScheduleId": parent_task_id}}
         if parent_instance_id is not None
         else {}

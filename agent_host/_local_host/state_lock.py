@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 from typing import IO
 
 LOCK_FILE_NAME = "host.lock"
@@ -73,12 +74,12 @@ def _owner(file: IO[str]) -> str | None:
 
 def _lock(file: IO[str]) -> None:
     """Lock the whole file without waiting; OSError when another holder has it."""
-    try:
-        import fcntl
-    except ImportError:  # Windows
+    if sys.platform == "win32":
         import msvcrt
 
         file.seek(0)
         msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK, 1)
         return
+    import fcntl
+
     fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

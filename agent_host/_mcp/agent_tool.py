@@ -187,7 +187,12 @@ async def _run_turn(
             # A retry of an answered call: the same answer, without running the agent again.
             return _settled(agent, call, state, earlier[0], digest)
     turn_id = new_turn_id(clock.now_ms(), call.idempotency_key)
-    operation = {"turnId": turn_id, **payload, "idempotencyKey": call.idempotency_key, "requestHash": digest}
+    operation: dict[str, Any] = {
+        "turnId": turn_id,
+        **payload,
+        "idempotencyKey": call.idempotency_key,
+        "requestHash": digest,
+    }
     imported = await history_to_import(client, agent, call.session_id, clock.now_ms())
     if imported is not None:
         operation["imported"] = imported

@@ -52,6 +52,6 @@ class AgentTask(CompoundTask):
                 self.set_value(is_error=False, value=response)
             return
         # The operation itself failed (bad input, unreadable state): the host gave only a message.
-        error = self.call.error(str(child.result).strip(), ENTITY_CALL_FAILED)
-        error.__cause__ = child.result if isinstance(child.result, BaseException) else None
-        self.set_value(is_error=True, value=error)
+        failure = self.call.error(str(child.result).strip(), ENTITY_CALL_FAILED)
+        failure.__cause__ = child.result if isinstance(child.result, BaseException) else None
+        self.set_value(is_error=True, value=failure)

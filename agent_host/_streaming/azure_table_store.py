@@ -205,9 +205,11 @@ class AzureTableStreamStore(ClientLoopStore):
         try:
             return list(await self._table().submit_transaction(operations))
         except TableTransactionError as exc:
-            if exc.error_code == TableErrorCode.TABLE_NOT_FOUND.value:
+            # The SDK's error decoder sets error_code; the class does not declare it.
+            code = exc.error_code  # type: ignore[attr-defined]
+            if code == TableErrorCode.TABLE_NOT_FOUND.value:
                 raise _TableMissingError from exc
-            if exc.error_code in _STALE_VIEW_CODES:
+            if code in _STALE_VIEW_CODES:
                 raise _StaleViewError from exc
             raise
 
@@ -269,8 +271,9 @@ class AzureTableStreamStore(ClientLoopStore):
                     try:
                         await self._table().submit_transaction(batch)
                     except TableTransactionError as exc:
-                        # A row deleted meanwhile (a concurrent delete): delete what is left one by one.
-                        if exc.error_code != TableErrorCode.RESOURCE_NOT_FOUND:
+                        # A row deleted meanwhile (a concurrent delete): delete what is left one by one. (The SDK
+                        # sets error_code; the class does not declare it.)
+                        if exc.error_code != TableErrorCode.RESOURCE_NOT_FOUND:  # type: ignore[attr-defined]
                             raise
                         for _, row in batch:
                             await self._table().delete_entity(row["PartitionKey"], row["RowKey"])

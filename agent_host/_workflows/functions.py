@@ -112,7 +112,7 @@ class WorkflowFunctions:
 
         # Plain `dict`, not `dict[str, Any]`: the Python worker refuses a binding or return annotation that is not a
         # type (FunctionLoadError "invalid non-type annotation"), and the app would not load at all.
-        def executor_activity(payload: dict) -> dict:  # type: ignore[type-arg]
+        def executor_activity(payload: dict) -> dict:
             return run_executor_activity(workflow, payload, initial.get(payload["executorId"]), timeout)
 
         executor_activity.__name__ = plan.activity_name

@@ -200,7 +200,7 @@ def _check_sub_workflow(parent: Workflow, executor: WorkflowExecutor) -> None:
 
 def _probe_message(cls: type) -> Any:
     # Only the type matters to is_instance_of; no instance of the request message is needed.
-    return cls.__new__(cls)
+    return object.__new__(cls)
 
 
 def _check_edges(workflow: Workflow) -> None:

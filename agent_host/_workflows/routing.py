@@ -58,7 +58,7 @@ class Router:
         }
         self._by_source: dict[str, list[EdgeRunner]] = {}
         for group in workflow.edge_groups:
-            runner = create_edge_runner(group, dict(targets))  # type: ignore[arg-type]
+            runner = create_edge_runner(group, dict(targets))
             for source_id in group.source_executor_ids:
                 self._by_source.setdefault(source_id, []).append(runner)
         self._state = State()
