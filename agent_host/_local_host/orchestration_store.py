@@ -1,6 +1,6 @@
 """Durable storage of orchestrations: instances, their history, their inbox and the activity queue.
 
-The tables live in the entity store's SQLite file (``outbox.ORCHESTRATION_SCHEMA``) and every write goes through its
+The tables live in the entity store's SQLite file (``schema.ORCHESTRATION_SCHEMA``) and every write goes through its
 connection and lock, so an episode, an activity's completion and an entity batch each commit in one transaction with
 the messages they send. Knows the rows; knows nothing about the SDK's protocol or about scheduling.
 """
