@@ -317,6 +317,18 @@ class OrchestrationStore:
             ).fetchall()
         return [QueuedActivity(int(r[0]), ActivityRequest(*r[1:])) for r in rows]
 
+    def activity_queued(self, seq: int) -> bool:
+        """Tell whether an activity is still waiting for its outcome to be recorded.
+
+        Args:
+            seq: The activity's row.
+
+        Returns:
+            True while its row is in the queue.
+        """
+        with self.entities.reading("read the activity queue") as conn:
+            return conn.execute("SELECT 1 FROM activity_queue WHERE seq = ?", (seq,)).fetchone() is not None
+
     def complete_activity(self, seq: int, completion: OrchestrationEvent) -> bool:
         """Record an activity's outcome: remove it from the queue and put its completion in the inbox, together.
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import ScriptedChatClient, build_app, default_reply, make_agent
+from faults import crash_before_entity_commit, deliver_twice
 from hosting import RunningHost
 
 from agent_host import HostSettings, OfflineChatClient
@@ -39,7 +40,7 @@ def slow_host(
 def test_duplicate_delivery_of_the_same_signal_runs_the_model_once(scripted_host) -> None:
     running, client = scripted_host
     assert running.host is not None
-    running.host.scheduler.deliver_twice = lambda name, key, signal: True
+    deliver_twice(running.host.scheduler, lambda name, key, signal: True)
 
     reply = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
     running.wait_idle()
@@ -58,7 +59,7 @@ def test_crash_after_the_model_ran_before_commit_is_redelivered_and_committed_on
         crashes.append(len(batch))
         return len(crashes) == 1
 
-    running.host.scheduler.crash_before_commit = crash_once
+    crash_before_entity_commit(running.host.scheduler, crash_once)
 
     reply = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
     running.wait_idle()

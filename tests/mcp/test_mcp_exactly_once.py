@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from agent_framework import Message
 from conftest import ScriptedChatClient, default_reply, make_agent
+from faults import deliver_twice
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.types import CallToolResult
@@ -129,7 +130,7 @@ def test_a_signal_the_host_delivers_twice_runs_the_agent_once(serve: Serve) -> N
     client = ScriptedChatClient()
     running = serve(make_agent(client), enable_mcp_tool_trigger=True)
     assert running.host is not None
-    running.host.scheduler.deliver_twice = lambda name, key, signal: True
+    deliver_twice(running.host.scheduler, lambda name, key, signal: True)
 
     result = call_tool(running, "assistant", {"query": "hello", "sessionId": "c1"})
     running.wait_idle()

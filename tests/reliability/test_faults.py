@@ -36,6 +36,7 @@ from agent_framework import (
 from batches import EntityDriver
 from clocks import ManualClock
 from conftest import ScriptedChatClient, build_app, entity_function, make_agent
+from faults import crash_before_entity_commit
 from hosting import RunningHost
 from local_host.served import ServedProcess, serve_command
 from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to
@@ -228,7 +229,7 @@ def test_crash_before_commit_on_every_turn_keeps_a_multi_turn_history_exact(tmp_
         crashed.add(first)
         return True
 
-    running.host.scheduler.crash_before_commit = crash_first_attempt
+    crash_before_entity_commit(running.host.scheduler, crash_first_attempt)
     messages = ["first", 'call lookup {"code": "X1"}', "third", "fourth"]
     try:
         replies = [
