@@ -3,6 +3,13 @@ and activities.
 
 It goes through the real azure-functions / azure-functions-durable code paths, without Azure Functions Core Tools, and
 through the Python worker's own code (azure-functions-runtime) wherever that runs (invocation.py says how).
+
+The durable part is one machine: ``work_engine`` drains work per key (one drain per key, backoff on storage errors,
+commit retry, idle notification); ``scheduler`` (entity batches) and ``orchestration_scheduler`` (episodes,
+activities, timers) are its users, configured by frozen options objects. ``store`` owns the SQLite file, its tables in
+``schema``; ``orchestration_store`` and ``outbox`` write orchestration rows and each step's messages through it.
+Nothing here imports the rest of agent_host but the base (the clock, the event loop); fault injection lives with the
+tests (``tests/faults.py`` wraps a scheduler's ``store``).
 """
 
 from __future__ import annotations
