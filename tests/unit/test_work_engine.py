@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from agent_host._local_host import StorageError
-from agent_host._local_host.work_engine import Backoff, IdleSignal, KeyedWorkEngine, Step
+from agent_host._local_host.work_engine import Backoff, IdleSignal, KeyedWorkEngine, Step, StorageFailure
 
 
 class OverlapDetector:
@@ -38,13 +39,13 @@ class OverlapDetector:
         return step
 
 
-def engine_for(open_drain: object, idle: IdleSignal | None = None) -> KeyedWorkEngine[str]:
+def engine_for(open_drain: Callable[[str], Step]) -> KeyedWorkEngine[str]:
     return KeyedWorkEngine(
-        open_drain,  # type: ignore[arg-type]
+        open_drain,
         name="a test engine",
         label=str,
         storage_backoff=Backoff(0.001, 0.01),
-        idle=idle or IdleSignal(),
+        idle=IdleSignal(),
     )
 
 
@@ -108,7 +109,7 @@ def test_work_scheduled_while_a_step_runs_is_taken_by_the_same_drain() -> None:
 
 def test_a_storage_error_is_recorded_retried_and_forgotten_once_the_store_answers() -> None:
     failures = [StorageError("the disk is full", cause="database or disk is full")] * 2
-    seen: list[object] = []
+    seen: list[StorageFailure | None] = []
     engine: KeyedWorkEngine[str]
 
     def open_drain(key: str) -> Step:
