@@ -3,6 +3,13 @@ and activities.
 
 It goes through the real azure-functions / azure-functions-durable code paths, without Azure Functions Core Tools, and
 through the Python worker's own code (azure-functions-runtime) wherever that runs (invocation.py says how).
+
+The durable part is one machine: ``work_engine`` drains work per key (one drain per key, backoff on storage errors,
+commit retry, idle notification); ``scheduler`` (entity batches) and ``orchestration_scheduler`` (episodes,
+activities, timers) are its users, configured by frozen options objects. ``store`` owns the SQLite file, its tables in
+``schema``; ``orchestration_store`` and ``outbox`` write orchestration rows and each step's messages through it.
+Nothing here imports the rest of agent_host but the base (the clock, the event loop); fault injection lives with the
+tests (``tests/faults.py`` wraps a scheduler's ``store``).
 """
 
 from __future__ import annotations
@@ -30,9 +37,9 @@ from .mcp_endpoint import McpEndpoint
 from .mcp_protocol import McpServer
 from .mcp_tools import discover_mcp_tools
 from .orchestration_api import NON_RUNNING_STATES, ManagementUrls, OrchestrationWebhookApi
-from .orchestration_scheduler import OrchestrationScheduler
+from .orchestration_scheduler import OrchestrationScheduler, OrchestrationSchedulerOptions
 from .orchestration_store import OrchestrationStore
-from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler
+from .scheduler import DEFAULT_MAX_BATCH_SIZE, EntityScheduler, EntitySchedulerOptions
 from .server import LocalHttpServer
 from .state_lock import StateDirectoryInUseError, StateDirectoryLock
 from .store import EmptiedStoreError, EntityStore, Signal, StorageError
@@ -76,8 +83,9 @@ class LocalHost:
 
     Attributes:
         store: The SQLite store (tests may read and write raw state through it).
-        scheduler: The entity scheduler (tests use its fault-injection hooks and ``wait_idle``).
-        orchestrations: The orchestration engine (tests use its fault-injection hooks, ``wake`` and ``wait_idle``).
+        scheduler: The entity scheduler (tests use ``wait_idle``, and wrap its ``store`` to inject faults).
+        orchestrations: The orchestration engine (tests use ``wake`` and ``wait_idle``, and wrap its ``store`` to
+            inject faults).
         routes: The app's HTTP functions.
         mcp: The MCP endpoint at ``/runtime/webhooks/mcp``, when the app has ``mcpToolTrigger`` functions.
     """
@@ -151,14 +159,16 @@ class LocalHost:
         except BaseException:
             self._state_lock.release()
             raise
-        self.scheduler = EntityScheduler(self.store, entity_functions, max_batch_size=max_batch_size, clock=clock)
+        self.scheduler = EntityScheduler(
+            self.store, entity_functions, EntitySchedulerOptions(max_batch_size=max_batch_size), clock=clock
+        )
         orchestration_store = OrchestrationStore(self.store)
         self.orchestrations = OrchestrationScheduler(
             orchestration_store,
             self.durable_functions,
             self.scheduler,
+            OrchestrationSchedulerOptions(deterministic=deterministic_orchestrations),
             clock=clock,
-            deterministic=deterministic_orchestrations,
         )
         urls = ManagementUrls(lambda: self.base_url, function_key)
         orchestration_api = OrchestrationWebhookApi(

@@ -1,20 +1,21 @@
 """Runs orchestrations on the local host: episodes one at a time per instance, activities in parallel, timers when due.
 
-Episodes and activities run on worker threads, never on the event loop. Every step commits in one transaction with
-the messages it sends (see ``outbox``), and is announced only after it committed; a crash at any point loses at most
-the uncommitted step, which runs again from the same stored inbox when the host starts. Storage errors are retried
-with backoff and never fail an orchestration. Time comes from the app's clock, so a test clock drives timers
+Episodes and activities run on worker threads, never on the event loop, each on a keyed work engine
+(``work_engine``: episodes keyed by instance, activities by their queue row). Every step commits in one transaction
+with the messages it sends (see ``outbox``), and is announced only after it committed; a crash at any point loses at
+most the uncommitted step, which runs again from the same stored inbox when the host starts. Storage errors are
+retried with backoff and never fail an orchestration. Time comes from the app's clock, so a test clock drives timers
 (:meth:`OrchestrationScheduler.wake` makes the timer loop look at the clock at once).
 """
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import logging
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 from azure.durable_functions.models.history.HistoryEventType import HistoryEventType
 
@@ -29,16 +30,37 @@ from .orchestration_store import EpisodeCommit, OrchestrationStore, QueuedActivi
 from .outbox import ActivityRequest, EntityRequest, InboxKind, InstanceStart, OrchestrationEvent
 from .scheduler import EntityScheduler
 from .store import StorageError
+from .work_engine import Backoff, IdleSignal, KeyedWorkEngine
 
 logger = logging.getLogger(__name__)
 
-CrashBeforeEpisodeCommitHook = Callable[[str, EpisodeCommit], bool]
-"""Fault injection: ``(instance_id, commit) -> True`` throws an episode's outcome away instead of committing it."""
 
-CrashAfterActivityHook = Callable[[QueuedActivity], bool]
-"""Fault injection: ``(activity) -> True`` throws away the outcome of an activity that ran, instead of recording it."""
+@dataclass(frozen=True)
+class OrchestrationSchedulerOptions:
+    """The orchestration scheduler's tuning knobs.
 
-_MAX_BACKOFF_SECONDS = 5.0
+    Attributes:
+        max_workers: Most episodes running at the same time.
+        activity_workers: Most activities running at the same time.
+        timer_poll_seconds: Longest the timer loop sleeps before it reads the clock again (a test clock does not wake
+            it; :meth:`OrchestrationScheduler.wake` does).
+        storage_backoff_seconds: Delay before the first retry after a storage error; doubles per failure.
+        max_backoff_seconds: Longest delay between two retries.
+        deterministic: Run every episode and activity on one worker thread, in the order they were scheduled, so the
+            same run writes the same history (golden tests, benchmarks). Entities keep their own workers.
+    """
+
+    max_workers: int = 4
+    activity_workers: int = 8
+    timer_poll_seconds: float = 0.5
+    storage_backoff_seconds: float = 0.1
+    max_backoff_seconds: float = 5.0
+    deterministic: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse counts and delays that are not positive."""
+        if self.max_workers < 1 or self.activity_workers < 1 or self.timer_poll_seconds <= 0:
+            raise ValueError("max_workers, activity_workers and timer_poll_seconds must be positive")
 
 
 class OrchestrationScheduler:
@@ -46,16 +68,12 @@ class OrchestrationScheduler:
 
     Guarantees: one episode at a time per instance (different instances in parallel); every completion reaches the
     orchestrator at most once (the episode discards duplicates); activities run at least once (an activity whose
-    outcome was not recorded when the process stopped runs again on the next start).
+    outcome was not recorded when the process stopped runs again on the next start, and one still queued after its
+    run runs again at once).
 
-    Fault-injection seams (None, i.e. off, by default; for tests), each as if the process died at that point:
-
-    * ``crash_before_commit``: called with ``(instance_id, commit)`` when an episode is ready to commit; True throws
-      the outcome away, and the same inbox is delivered again.
-    * ``crash_after_activity``: called with the activity after it ran; True throws its outcome away, and it runs
-      again.
-
-    Make either return True a bounded number of times, or the instance never progresses.
+    Every read and write goes through ``store`` at the moment it happens, which is the seam for fault injection: a
+    test replaces ``store`` with a wrapper that drops an episode's commit or an activity's outcome, as a crash at
+    that point would; see ``tests/faults.py``.
     """
 
     def __init__(
@@ -63,14 +81,9 @@ class OrchestrationScheduler:
         store: OrchestrationStore,
         functions: DurableFunctions,
         entities: EntityScheduler,
+        options: OrchestrationSchedulerOptions | None = None,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        max_workers: int = 4,
-        activity_workers: int = 8,
-        timer_poll_seconds: float = 0.5,
-        storage_backoff_seconds: float = 0.1,
-        max_backoff_seconds: float = _MAX_BACKOFF_SECONDS,
-        deterministic: bool = False,
     ) -> None:
         """Create the scheduler; nothing runs until :meth:`start`.
 
@@ -79,43 +92,35 @@ class OrchestrationScheduler:
             functions: The app's orchestrators and activities.
             entities: The entity scheduler: woken for operations orchestrations send, and telling this scheduler
                 about the responses entities send back.
+            options: Workers, timer polling, backoff and determinism; the defaults when None.
             clock: Where episode times (``current_utc_datetime``) and timer due times come from.
-            max_workers: Most episodes running at the same time.
-            activity_workers: Most activities running at the same time.
-            timer_poll_seconds: Longest the timer loop sleeps before it reads the clock again (a test clock does not
-                wake it; :meth:`wake` does).
-            storage_backoff_seconds: Delay before the first retry after a storage error; doubles per failure.
-            max_backoff_seconds: Longest delay between two retries.
-            deterministic: Run every episode and activity on one worker thread, in the order they were scheduled,
-                so the same run writes the same history (golden tests, benchmarks). Entities keep their own workers.
-
-        Raises:
-            ValueError: If a count or delay is not positive.
         """
-        if max_workers < 1 or activity_workers < 1 or timer_poll_seconds <= 0:
-            raise ValueError("max_workers, activity_workers and timer_poll_seconds must be positive")
         self.store = store
-        self.crash_before_commit: CrashBeforeEpisodeCommitHook | None = None
-        self.crash_after_activity: CrashAfterActivityHook | None = None
+        self._options = options or OrchestrationSchedulerOptions()
         self._functions = functions
         self._entities = entities
         entities.on_orchestration_message = self.schedule
         self._clock = clock
-        self._max_workers = max_workers
-        self._activity_workers = activity_workers
-        self._poll = timer_poll_seconds
-        self._deterministic = deterministic
-        self._storage_backoff = storage_backoff_seconds
-        self._max_backoff = max_backoff_seconds
-        self._lock = threading.Lock()
-        self._active: set[str] = set()
-        self._dirty: set[str] = set()
-        self._running_activities: set[int] = set()
+        backoff = Backoff(self._options.storage_backoff_seconds, self._options.max_backoff_seconds)
+        idle = IdleSignal()  # one for both engines, so a waiter re-checks episodes, activities and timers together
+        self._idle = idle
+        self._episodes: KeyedWorkEngine[str] = KeyedWorkEngine(
+            lambda instance_id: lambda: self._episode(instance_id),
+            name="an OrchestrationScheduler",
+            label=lambda instance_id: f"orchestration {loggable(instance_id)}",
+            storage_backoff=backoff,
+            idle=idle,
+        )
+        self._activities: KeyedWorkEngine[QueuedActivity] = KeyedWorkEngine(
+            lambda activity: lambda: self._run_activity(activity),
+            name="an OrchestrationScheduler",
+            label=lambda activity: f"activity {loggable(activity.request.name)}",
+            storage_backoff=backoff,
+            idle=idle,
+        )
+        self._lock = threading.Lock()  # guards the timer heap
         self._timers: list[tuple[int, str]] = []
         self._timer_wake = threading.Event()
-        self._stopping = threading.Event()
-        self._episodes: ThreadPoolExecutor | None = None
-        self._activities: ThreadPoolExecutor | None = None
         self._timer_thread: threading.Thread | None = None
         self._loop = AgentEventLoop()
         self._clients: ActivityClients | None = None
@@ -141,14 +146,14 @@ class OrchestrationScheduler:
         Raises:
             RuntimeError: If the scheduler was started before.
         """
-        with self._lock:
-            if self._episodes is not None or self._stopping.is_set():
-                raise RuntimeError("an OrchestrationScheduler can be started only once")
-            if self._deterministic:
-                self._episodes = self._activities = ThreadPoolExecutor(1, thread_name_prefix="orchestration-worker")
-            else:
-                self._episodes = ThreadPoolExecutor(self._max_workers, thread_name_prefix="orchestration-worker")
-                self._activities = ThreadPoolExecutor(self._activity_workers, thread_name_prefix="activity-worker")
+        options = self._options
+        if options.deterministic:
+            episodes = activities = ThreadPoolExecutor(1, thread_name_prefix="orchestration-worker")
+        else:
+            episodes = ThreadPoolExecutor(options.max_workers, thread_name_prefix="orchestration-worker")
+            activities = ThreadPoolExecutor(options.activity_workers, thread_name_prefix="activity-worker")
+        self._episodes.start(episodes)
+        self._activities.start(activities)
         now = self._clock.now_ms()
         for due_ms, instance_id in self.store.future_timers(now):
             self._add_timer(due_ms, instance_id)
@@ -163,14 +168,13 @@ class OrchestrationScheduler:
 
         Blocks; call it from a thread when on an event loop. Whatever is still queued stays in the store.
         """
-        self._stopping.set()
+        self._episodes.stop()
+        self._activities.stop()
         self._timer_wake.set()
         if self._timer_thread is not None:
             self._timer_thread.join(10)
-        with self._lock:
-            pools = {id(pool): pool for pool in (self._episodes, self._activities) if pool is not None}
-        for pool in pools.values():
-            pool.shutdown(wait=True)
+        self._episodes.join()
+        self._activities.join()
 
     def schedule(self, instance_id: str) -> None:
         """Make sure an instance's inbox gets looked at. Cheap and thread-safe.
@@ -178,18 +182,7 @@ class OrchestrationScheduler:
         Args:
             instance_id: The instance.
         """
-        with self._lock:
-            self._schedule_locked(instance_id)
-
-    def _schedule_locked(self, instance_id: str) -> None:
-        """:meth:`schedule`, with the lock held."""
-        if self._episodes is None or self._stopping.is_set():
-            return
-        if instance_id in self._active:
-            self._dirty.add(instance_id)
-            return
-        self._active.add(instance_id)
-        self._episodes.submit(self._drain, instance_id)
+        self._episodes.schedule(instance_id)
 
     def wake(self) -> None:
         """Make the timer loop read the clock now (after a test clock was moved)."""
@@ -202,13 +195,13 @@ class OrchestrationScheduler:
             True when idle.
         """
         now = self._clock.now_ms()
-        with self._lock:
-            if self._active or self._running_activities or (self._timers and self._timers[0][0] <= now):
+        with self._lock:  # the timer loop pops and schedules under this lock: a due timer is in the heap or running
+            if self._episodes.is_busy() or self._activities.is_busy() or (self._timers and self._timers[0][0] <= now):
                 return False
         return not self.store.queued_activities()
 
     async def wait_idle(self, timeout: float = 10.0) -> None:
-        """Wait until :meth:`is_idle` holds.
+        """Wait until :meth:`is_idle` holds, woken each time an episode or activity finishes.
 
         Args:
             timeout: Seconds to wait at most.
@@ -216,54 +209,9 @@ class OrchestrationScheduler:
         Raises:
             TimeoutError: If still busy after ``timeout`` seconds.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not self.is_idle():
-            if loop.time() >= deadline:
-                raise TimeoutError(f"orchestration scheduler still busy after {timeout} s")
-            await asyncio.sleep(0.01)
+        await self._idle.wait_until(self.is_idle, timeout, "orchestration scheduler")
 
     # -- episodes -----------------------------------------------------------------------------------------------
-
-    def _drain(self, instance_id: str) -> None:
-        """Worker body: run episodes of one instance until nothing in its inbox can be delivered."""
-        storage_failures = 0
-        released = False
-        try:
-            while not self._stopping.is_set():
-                with self._lock:
-                    self._dirty.discard(instance_id)
-                try:
-                    progressed = self._episode(instance_id)
-                except StorageError as exc:
-                    storage_failures += 1
-                    logger.log(
-                        logging.ERROR if storage_failures == 1 else logging.WARNING,
-                        "storage failure %d for orchestration %s; retrying: %s",
-                        storage_failures,
-                        loggable(instance_id),
-                        exc,
-                    )
-                    self._stopping.wait(self._backoff(storage_failures))
-                    continue
-                storage_failures = 0
-                if progressed:
-                    continue
-                with self._lock:
-                    if instance_id in self._dirty:
-                        continue
-                    self._active.discard(instance_id)
-                    released = True
-                    return
-        except BaseException:
-            logger.exception("orchestration worker for %s stopped unexpectedly", loggable(instance_id))
-        finally:
-            # Once released, the instance may already belong to a newer worker: releasing it again would let a third
-            # worker run episodes of it alongside that one (and deliver a completion twice).
-            if not released:
-                with self._lock:
-                    self._active.discard(instance_id)
-                    self._dirty.discard(instance_id)
 
     def _episode(self, instance_id: str) -> bool:
         """Plan and commit one episode.
@@ -290,9 +238,6 @@ class OrchestrationScheduler:
         )
         if commit is None:
             return False
-        if self.crash_before_commit is not None and self.crash_before_commit(instance_id, commit):
-            logger.warning("fault injection: discarding the uncommitted episode of %s", loggable(instance_id))
-            return True
         if not self._commit(commit):
             return False
         if commit.status in ("Completed", "Failed", "Terminated") and episode.instance.status != commit.status:
@@ -310,26 +255,16 @@ class OrchestrationScheduler:
             True once stored; False when the instance was replaced meanwhile or the scheduler stopped first (the
             inbox is delivered again on the next start).
         """
-        attempts = 0
-        while True:
+
+        def write() -> bool:
             try:
                 self.store.commit_episode(commit)
-                return True
             except StaleEpisodeError:
                 logger.info("orchestration %s was replaced while an episode ran", loggable(commit.instance_id))
                 return False
-            except StorageError as exc:
-                attempts += 1
-                logger.log(
-                    logging.ERROR if attempts == 1 else logging.WARNING,
-                    "could not store an episode of %s (attempt %d); keeping it and retrying: %s",
-                    loggable(commit.instance_id),
-                    attempts,
-                    exc,
-                )
-                if self._stopping.is_set():
-                    return False
-                self._stopping.wait(self._backoff(attempts))
+            return True
+
+        return self._episodes.keep_committing(commit.instance_id, write)
 
     def _announce(self, commit: EpisodeCommit) -> None:
         """Wake whoever an episode's messages are for: entities, activities, other instances, the timer loop."""
@@ -353,104 +288,68 @@ class OrchestrationScheduler:
     # -- activities ---------------------------------------------------------------------------------------------
 
     def _submit_activities(self) -> None:
-        """Hand every queued activity not already running to the activity workers."""
-        # The queue is read under the lock that guards the running set: a worker deletes its row (committing the
-        # outcome) before it leaves the set, so a row read here either is gone or still belongs to a running worker.
-        # Read outside the lock, a row could be read just before its outcome commits and its activity run twice.
-        with self._lock:
-            if self._activities is None or self._stopping.is_set():
-                return
-            try:
-                queued = self.store.queued_activities()
-            except StorageError as exc:
-                logger.error("could not read the activity queue; it is read again after the next episode: %s", exc)
-                return
-            for activity in queued:
-                if activity.seq not in self._running_activities:
-                    self._running_activities.add(activity.seq)
-                    self._activities.submit(self._run_activity, activity)
-
-    def _run_activity(self, activity: QueuedActivity) -> None:
-        """Worker body: run one activity and record its outcome with its completion event."""
-        request = activity.request
-        rerun = False
+        """Hand every queued activity to the activity workers (one already running takes one more look, and ends)."""
         try:
-            function = self._functions.activities.get(request.name.lower())
-            if function is None:  # the app changed since it was scheduled
-                outcome_event = history_event(
-                    HistoryEventType.TASK_FAILED,
-                    self._clock.now_ms(),
-                    TaskScheduledId=request.task_id,
-                    Reason=f"The function '{request.name}' doesn't exist, is disabled, or is not an activity function.",
-                    Details="",
-                )
-            else:
-                outcome = self._functions.run_activity(function, request.input, self._loop, self._clients)
-                if outcome.error is not None:
-                    reason, details = activity_failure(outcome.error, function.name)
-                    logger.warning("activity %s failed: %s", loggable(function.name), loggable(reason))
-                    outcome_event = history_event(
-                        HistoryEventType.TASK_FAILED,
-                        self._clock.now_ms(),
-                        TaskScheduledId=request.task_id,
-                        Reason=reason,
-                        Details=details,
-                    )
-                else:
-                    outcome_event = history_event(
-                        HistoryEventType.TASK_COMPLETED,
-                        self._clock.now_ms(),
-                        TaskScheduledId=request.task_id,
-                        Result=outcome.result_text,
-                    )
-            if self.crash_after_activity is not None and self.crash_after_activity(activity):
-                logger.warning("fault injection: discarding the outcome of activity %s", loggable(request.name))
-                rerun = True
-                return
-            completion = OrchestrationEvent(
-                request.instance_id,
-                request.execution_id,
-                InboxKind.COMPLETION,
-                outcome_event,
-                self._clock.now_ms(),
-                self._clock.now_ms(),
-            )
-            if self._record_activity(activity, completion):
-                self.schedule(request.instance_id)
-        except BaseException:
-            logger.exception("activity worker for %s stopped unexpectedly", loggable(request.name))
-        finally:
-            with self._lock:
-                self._running_activities.discard(activity.seq)
-            if rerun:  # as after a restart: the activity is still queued, so it runs again
-                self._submit_activities()
+            queued = self.store.queued_activities()
+        except StorageError as exc:
+            logger.error("could not read the activity queue; it is read again after the next episode: %s", exc)
+            return
+        for activity in queued:
+            self._activities.schedule(activity)
 
-    def _record_activity(self, activity: QueuedActivity, completion: OrchestrationEvent) -> bool:
-        """Store an activity's outcome, retrying the commit while the store fails (the activity does not run again).
+    def _run_activity(self, activity: QueuedActivity) -> bool:
+        """Step of an activity's drain: run it and record its outcome with its completion event, if still queued.
 
-        Args:
-            activity: The activity.
-            completion: Its completion event.
+        The queue is read first, so a worker handed an activity whose outcome another worker just recorded (the
+        queue was read before that commit) does not run it a second time.
 
         Returns:
-            True once stored; False if its execution ended meanwhile or the scheduler stopped first.
+            True when it ran (the next step finds it gone, or still queued when its outcome was lost); False when it
+            was no longer queued.
         """
-        attempts = 0
-        while True:
-            try:
-                return self.store.complete_activity(activity.seq, completion)
-            except StorageError as exc:
-                attempts += 1
-                logger.log(
-                    logging.ERROR if attempts == 1 else logging.WARNING,
-                    "could not record the outcome of activity %s (attempt %d); retrying: %s",
-                    loggable(activity.request.name),
-                    attempts,
-                    exc,
-                )
-                if self._stopping.is_set():
-                    return False
-                self._stopping.wait(self._backoff(attempts))
+        if not self.store.activity_queued(activity.seq):
+            return False
+        request = activity.request
+        completion = OrchestrationEvent(
+            request.instance_id,
+            request.execution_id,
+            InboxKind.COMPLETION,
+            self._activity_outcome(request),
+            self._clock.now_ms(),
+            self._clock.now_ms(),
+        )
+        if self._activities.keep_committing(activity, lambda: self.store.complete_activity(activity.seq, completion)):
+            self.schedule(request.instance_id)
+        return True
+
+    def _activity_outcome(self, request: ActivityRequest) -> dict[str, Any]:
+        """Run an activity and give its TaskCompleted or TaskFailed event."""
+        function = self._functions.activities.get(request.name.lower())
+        if function is None:  # the app changed since it was scheduled
+            return history_event(
+                HistoryEventType.TASK_FAILED,
+                self._clock.now_ms(),
+                TaskScheduledId=request.task_id,
+                Reason=f"The function '{request.name}' doesn't exist, is disabled, or is not an activity function.",
+                Details="",
+            )
+        outcome = self._functions.run_activity(function, request.input, self._loop, self._clients)
+        if outcome.error is not None:
+            reason, details = activity_failure(outcome.error, function.name)
+            logger.warning("activity %s failed: %s", loggable(function.name), loggable(reason))
+            return history_event(
+                HistoryEventType.TASK_FAILED,
+                self._clock.now_ms(),
+                TaskScheduledId=request.task_id,
+                Reason=reason,
+                Details=details,
+            )
+        return history_event(
+            HistoryEventType.TASK_COMPLETED,
+            self._clock.now_ms(),
+            TaskScheduledId=request.task_id,
+            Result=outcome.result_text,
+        )
 
     # -- timers -------------------------------------------------------------------------------------------------
 
@@ -462,16 +361,13 @@ class OrchestrationScheduler:
 
     def _timer_loop(self) -> None:
         """Schedule instances whose timers are due; sleep until the next one (at most ``timer_poll_seconds``)."""
-        while not self._stopping.is_set():
+        while not self._episodes.stopping:
             self._timer_wake.clear()  # before reading the heap, so a timer added meanwhile wakes the wait below
             now = self._clock.now_ms()
             with self._lock:  # popped and scheduled under one lock, so is_idle never sees a due timer in neither place
                 while self._timers and self._timers[0][0] <= now:
-                    self._schedule_locked(heapq.heappop(self._timers)[1])
+                    self._episodes.schedule(heapq.heappop(self._timers)[1])
                 next_due = self._timers[0][0] if self._timers else None
-            wait = self._poll if next_due is None else min(self._poll, max(0.0, (next_due - now) / 1000))
+            poll = self._options.timer_poll_seconds
+            wait = poll if next_due is None else min(poll, max(0.0, (next_due - now) / 1000))
             self._timer_wake.wait(wait)
-
-    def _backoff(self, failures: int) -> float:
-        """The delay before the next retry after ``failures`` storage failures."""
-        return min(self._storage_backoff * 2 ** min(failures - 1, 30), self._max_backoff)

@@ -1,6 +1,6 @@
 """Durable storage of orchestrations: instances, their history, their inbox and the activity queue.
 
-The tables live in the entity store's SQLite file (``outbox.ORCHESTRATION_SCHEMA``) and every write goes through its
+The tables live in the entity store's SQLite file (``schema.ORCHESTRATION_SCHEMA``) and every write goes through its
 connection and lock, so an episode, an activity's completion and an entity batch each commit in one transaction with
 the messages they send. Knows the rows; knows nothing about the SDK's protocol or about scheduling.
 """
@@ -316,6 +316,18 @@ class OrchestrationStore:
                 " ORDER BY seq"
             ).fetchall()
         return [QueuedActivity(int(r[0]), ActivityRequest(*r[1:])) for r in rows]
+
+    def activity_queued(self, seq: int) -> bool:
+        """Tell whether an activity is still waiting for its outcome to be recorded.
+
+        Args:
+            seq: The activity's row.
+
+        Returns:
+            True while its row is in the queue.
+        """
+        with self.entities.reading("read the activity queue") as conn:
+            return conn.execute("SELECT 1 FROM activity_queue WHERE seq = ?", (seq,)).fetchone() is not None
 
     def complete_activity(self, seq: int, completion: OrchestrationEvent) -> bool:
         """Record an activity's outcome: remove it from the queue and put its completion in the inbox, together.

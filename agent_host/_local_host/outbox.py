@@ -18,57 +18,6 @@ from typing import Any
 
 from .orchestration_protocol import execution_started_event
 
-ORCHESTRATION_SCHEMA = """
-CREATE TABLE IF NOT EXISTS orchestrations (
-    instance_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    version TEXT NULL,
-    execution_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    input TEXT NULL,
-    output TEXT NULL,
-    custom_status TEXT NULL,
-    parent_instance_id TEXT NULL,
-    parent_execution_id TEXT NULL,
-    parent_task_id INTEGER NULL,
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL,
-    progress TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS orchestrations_by_created ON orchestrations (created_ms);
-CREATE TABLE IF NOT EXISTS orchestration_history (
-    instance_id TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    event TEXT NOT NULL,
-    PRIMARY KEY (instance_id, position)
-);
-CREATE TABLE IF NOT EXISTS orchestration_inbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    instance_id TEXT NOT NULL,
-    execution_id TEXT NULL,
-    kind TEXT NOT NULL,
-    task_id INTEGER NULL,
-    event TEXT NOT NULL,
-    visible_ms INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS inbox_by_instance ON orchestration_inbox (instance_id, seq);
-CREATE INDEX IF NOT EXISTS inbox_by_visibility ON orchestration_inbox (visible_ms);
-CREATE TABLE IF NOT EXISTS activity_queue (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    instance_id TEXT NOT NULL,
-    execution_id TEXT NOT NULL,
-    task_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    input TEXT NULL,
-    created_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS activities_by_instance ON activity_queue (instance_id, execution_id);
-"""
-"""Orchestrations (one row per instance), their history (one row per event, current execution only), their inbox
-(events waiting for an episode; a timer is an inbox row that becomes visible when it is due) and the activity queue.
-"""
-
 
 class InboxKind(enum.Enum):
     """What an inbox row brings an orchestration."""

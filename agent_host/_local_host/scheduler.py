@@ -3,7 +3,8 @@
 Mirrors what the Durable Functions extension does for entities: queued signals become batches, the entity function
 runs on a worker thread, and the new state plus the removal of the consumed signals commit in one transaction, with
 the responses the batch owes orchestrations that called it and the signals it sends other entities.
-A failing store is not a failing entity: its errors are retried and never dead-letter a signal.
+A failing store is not a failing entity: its errors are retried and never dead-letter a signal. Draining, backoff and
+commit retry are the keyed work engine's (``work_engine``); this module knows batches.
 """
 
 from __future__ import annotations
@@ -21,41 +22,52 @@ from .._clock import SYSTEM_CLOCK, Clock
 from .log_text import entity_label, loggable
 from .orchestration_protocol import entity_response_event
 from .outbox import EntityRequest, InboxKind, Message, OrchestrationEvent
-from .store import EntityStore, Signal, StorageError
+from .store import EntityStore, Signal
+from .work_engine import Backoff, IdleSignal, KeyedWorkEngine, Step, StorageFailure
 
 logger = logging.getLogger(__name__)
 
 EntityFunction = Callable[[str], Any]
 """An entity function as registered on the app: takes the batch request JSON text, returns the response JSON text."""
 
-CrashBeforeCommitHook = Callable[[str, str, list[Signal]], bool]
-"""Fault-injection hook: ``(name, key, batch) -> True`` discards the batch's output instead of committing it."""
-
-DeliverTwiceHook = Callable[[str, str, Signal], bool]
-"""Fault-injection hook: ``(name, key, signal) -> True`` puts the signal into the batch twice."""
-
 DEFAULT_MAX_BATCH_SIZE = 50
 """Most operations per entity batch when host.json does not set ``maxEntityOperationBatchSize``: the Durable
 extension's default on the Consumption plan (5000 elsewhere), and the default the published host.json schema states."""
 
-_MAX_BACKOFF_SECONDS = 5.0
-
 
 @dataclass(frozen=True)
-class StorageFailure:
-    """Why an entity cannot make progress: the store failed while its operations were read, run or committed.
+class EntitySchedulerOptions:
+    """The entity scheduler's tuning knobs.
 
     Attributes:
-        cause: What the store said, e.g. ``database or disk is full``.
-        holding_outcome: True when operations ran and their outcome waits in memory for the store to accept it.
+        max_batch_size: Most signals handed to the entity function in one call and committed together.
+        max_workers: Most entities processed at the same time.
+        max_attempts: Failed attempts (entity function raised) after which a signal is dead-lettered.
+        retry_backoff_seconds: Delay before the first retry of a failed entity function; doubles per further
+            failure, capped at ``max_backoff_seconds``.
+        storage_backoff_seconds: Delay before the first retry after a storage error; doubles per further failure,
+            capped at ``max_backoff_seconds``.
+        max_backoff_seconds: Longest delay between two retries.
     """
 
-    cause: str
-    holding_outcome: bool
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    max_workers: int = 8
+    max_attempts: int = 3
+    retry_backoff_seconds: float = 0.2
+    storage_backoff_seconds: float = 0.1
+    max_backoff_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        """Refuse sizes and counts that are not positive."""
+        if self.max_batch_size < 1 or self.max_workers < 1 or self.max_attempts < 1:
+            raise ValueError("max_batch_size, max_workers and max_attempts must be at least 1")
 
 
 OrchestrationNotice = Callable[[str], None]
 """Told the id of an orchestration whose inbox an entity batch just wrote a response to."""
+
+Entity = tuple[str, str]
+"""An entity as the scheduler keys it: ``(lower-cased name, key)``."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +92,18 @@ class _BatchResponse:
     signals: list[dict[str, Any]]
 
 
+@dataclass
+class _Retries:
+    """One drain's memory of a failing entity function: signals up to ``isolate_through`` run one at a time, and the
+    head signal ``failing_seq`` has failed ``failures`` times."""
+
+    isolate_through: int = 0
+    failing_seq: int = 0
+    failures: int = 0
+
+
 class EntityScheduler:
-    """Runs queued entity signals through the app's entity functions.
+    """Runs queued entity signals through the app's entity functions, on the keyed work engine (``work_engine``).
 
     Guarantees: operations on one entity never overlap and run in queue order; different entities run in parallel on
     a bounded thread pool (entity functions are synchronous and may block for a long time); delivery is at least
@@ -93,26 +115,17 @@ class EntityScheduler:
     operation never runs again because a disk was full, and no signal is dead-lettered for it. Meanwhile
     :meth:`storage_failure` says why the entity is stuck, so readers can answer 503 instead of "still pending".
 
-    Fault-injection seams (both None, i.e. off, by default; meant for tests):
-
-    * ``crash_before_commit``: called with ``(name, key, batch)`` after the entity function returned; when it returns
-      True the output is thrown away uncommitted, as if the process died just before the commit, and the same
-      signals are delivered again. Make it return True a bounded number of times, or the entity never progresses.
-    * ``deliver_twice``: called with ``(name, key, signal)`` while a batch is built; when it returns True the
-      operation appears twice in that batch, as with a duplicate delivery.
+    Every read and write goes through ``store`` at the moment it happens, which is the seam for fault injection: a
+    test replaces ``store`` with a wrapper that drops a commit (a crash before it) or returns a signal twice (a
+    duplicate delivery); see ``tests/faults.py``.
     """
 
     def __init__(
         self,
         store: EntityStore,
         entity_functions: Mapping[str, EntityFunction],
+        options: EntitySchedulerOptions | None = None,
         *,
-        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
-        max_workers: int = 8,
-        max_attempts: int = 3,
-        retry_backoff_seconds: float = 0.2,
-        storage_backoff_seconds: float = 0.1,
-        max_backoff_seconds: float = _MAX_BACKOFF_SECONDS,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """Create a scheduler; nothing runs until :meth:`start`.
@@ -120,40 +133,24 @@ class EntityScheduler:
         Args:
             store: Where states and pending signals live.
             entity_functions: Entity function per lower-cased entity name.
-            max_batch_size: Most signals handed to the entity function in one call and committed together.
-            max_workers: Most entities processed at the same time.
-            max_attempts: Failed attempts (entity function raised) after which a signal is dead-lettered.
-            retry_backoff_seconds: Delay before the first retry of a failed entity function; doubles per further
-                failure, capped at ``max_backoff_seconds``.
-            storage_backoff_seconds: Delay before the first retry after a storage error; doubles per further
-                failure, capped at ``max_backoff_seconds``.
-            max_backoff_seconds: Longest delay between two retries.
+            options: Batch size, workers, attempts and backoff; the defaults when None.
             clock: Where the time of a response or signal the entity sends comes from.
-
-        Raises:
-            ValueError: If a size or count is not positive.
         """
-        if max_batch_size < 1 or max_workers < 1 or max_attempts < 1:
-            raise ValueError("max_batch_size, max_workers and max_attempts must be at least 1")
         self.store = store
-        self.crash_before_commit: CrashBeforeCommitHook | None = None
-        self.deliver_twice: DeliverTwiceHook | None = None
         self.on_orchestration_message: OrchestrationNotice | None = None
+        self._options = options or EntitySchedulerOptions()
         self._clock = clock
         self._functions: dict[str, EntityFunction] = {name.lower(): fn for name, fn in entity_functions.items()}
-        self._max_batch_size = max_batch_size
-        self._max_workers = max_workers
-        self._max_attempts = max_attempts
-        self._retry_backoff = retry_backoff_seconds
-        self._storage_backoff = storage_backoff_seconds
-        self._max_backoff = max_backoff_seconds
+        self._retry_backoff = Backoff(self._options.retry_backoff_seconds, self._options.max_backoff_seconds)
+        self._engine: KeyedWorkEngine[Entity] = KeyedWorkEngine(
+            self._open_drain,
+            name="an EntityScheduler",
+            label=lambda entity: entity_label(*entity),
+            storage_backoff=Backoff(self._options.storage_backoff_seconds, self._options.max_backoff_seconds),
+            idle=IdleSignal(),
+        )
         self._lock = threading.Lock()
-        self._active: set[tuple[str, str]] = set()
-        self._dirty: set[tuple[str, str]] = set()
         self._warned_unknown: set[str] = set()
-        self._storage_failures: dict[tuple[str, str], StorageFailure] = {}
-        self._executor: ThreadPoolExecutor | None = None
-        self._stopping = threading.Event()
 
     @property
     def entity_names(self) -> frozenset[str]:
@@ -170,8 +167,7 @@ class EntityScheduler:
         Returns:
             The failure, while the entity's last attempt to read, run or commit failed on the store; None otherwise.
         """
-        with self._lock:
-            return self._storage_failures.get((name, key))
+        return self._engine.storage_failure((name, key))
 
     def start(self) -> None:
         """Start the worker pool and schedule every entity that already has pending signals.
@@ -179,10 +175,7 @@ class EntityScheduler:
         Raises:
             RuntimeError: If the scheduler was started before.
         """
-        with self._lock:
-            if self._executor is not None or self._stopping.is_set():
-                raise RuntimeError("an EntityScheduler can be started only once")
-            self._executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="entity-worker")
+        self._engine.start(ThreadPoolExecutor(self._options.max_workers, thread_name_prefix="entity-worker"))
         for name, key in self.store.entities_with_pending():
             self.schedule(name, key)
 
@@ -192,11 +185,8 @@ class EntityScheduler:
         Blocks; call it from a thread (``asyncio.to_thread``) when on an event loop. Signals still queued stay in the
         store and are processed by the next scheduler started on it.
         """
-        self._stopping.set()
-        with self._lock:
-            executor = self._executor
-        if executor is not None:
-            executor.shutdown(wait=True)
+        self._engine.stop()
+        self._engine.join()
 
     def schedule(self, name: str, key: str) -> None:
         """Make sure the entity's pending signals get processed.
@@ -215,15 +205,7 @@ class EntityScheduler:
             if first:
                 logger.warning("no entity function named %r in the app; its signals stay queued", name)
             return
-        entity = (name, key)
-        with self._lock:
-            if self._executor is None or self._stopping.is_set():
-                return
-            if entity in self._active:
-                self._dirty.add(entity)
-                return
-            self._active.add(entity)
-            self._executor.submit(self._drain, name, key)
+        self._engine.schedule((name, key))
 
     def is_idle(self) -> bool:
         """Tell whether nothing is running and no signal for a known entity is waiting.
@@ -231,13 +213,12 @@ class EntityScheduler:
         Returns:
             True when idle. Signals for entity names the app does not define are ignored.
         """
-        with self._lock:
-            if self._active:
-                return False
+        if self._engine.is_busy():
+            return False
         return all(name not in self._functions for name, _ in self.store.entities_with_pending())
 
     async def wait_idle(self, timeout: float = 10.0) -> None:
-        """Wait until :meth:`is_idle` holds.
+        """Wait until :meth:`is_idle` holds, woken each time a batch finishes.
 
         Args:
             timeout: Seconds to wait at most.
@@ -245,82 +226,53 @@ class EntityScheduler:
         Raises:
             TimeoutError: If the scheduler is still busy after ``timeout`` seconds.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not self.is_idle():
-            if loop.time() >= deadline:
-                raise TimeoutError(f"entity scheduler still busy after {timeout} s")
-            await asyncio.sleep(0.01)
+        await self._engine.idle.wait_until(self.is_idle, timeout, "entity scheduler")
 
-    def _drain(self, name: str, key: str) -> None:
-        """Worker body: process the entity's batches until nothing is pending (or the scheduler stops).
+    def _open_drain(self, entity: Entity) -> Step:
+        """The step of one drain of an entity's queue, with its own retry memory."""
+        retries = _Retries()
+        return lambda: self._step(entity, retries)
+
+    def _step(self, entity: Entity, retries: _Retries) -> bool:
+        """Run and commit the entity's next batch.
 
         Args:
-            name: Lower-cased entity name.
-            key: Entity key.
-        """
-        entity = (name, key)
-        isolate_through = 0  # after a failure, signals up to this seq are retried one at a time
-        failing_seq, failures = 0, 0
-        storage_failures = 0
-        released = False
-        try:
-            while not self._stopping.is_set():
-                with self._lock:
-                    self._dirty.discard(entity)
-                try:
-                    signals = self.store.pending(name, key, self._max_batch_size)
-                    state = self.store.read_state(name, key) if signals else None
-                except StorageError as exc:  # nothing ran: try the same signals again later
-                    storage_failures += 1
-                    self._back_off_from_store(entity, exc, storage_failures)
-                    continue
-                storage_failures = 0
-                self._clear_storage_failure(entity)
-                if not signals:
-                    with self._lock:
-                        if entity in self._dirty:
-                            continue
-                        self._active.discard(entity)
-                        released = True
-                        return
-                if signals[0].seq <= isolate_through:
-                    signals = signals[:1]
-                try:
-                    outcome = self._run_batch(name, key, signals, state)
-                except Exception:
-                    logger.exception(
-                        "entity function for %s failed on a batch of %d", entity_label(name, key), len(signals)
-                    )
-                    isolate_through = max(isolate_through, signals[-1].seq)
-                    head = signals[0]
-                    failing_seq, failures = head.seq, (failures + 1 if failing_seq == head.seq else 1)
-                    if len(signals) == 1 and failures >= self._max_attempts:
-                        try:
-                            self._dead_letter(head, failures)
-                        except StorageError as exc:  # still queued: it is tried, and dead-lettered, again
-                            storage_failures += 1
-                            self._back_off_from_store(entity, exc, storage_failures)
-                            continue
-                        failing_seq, failures = 0, 0
-                        continue
-                    self._stopping.wait(self._backoff(self._retry_backoff, failures))
-                    continue
-                if outcome is not None and not self._commit(name, key, outcome):
-                    return  # stopping with an uncommitted outcome: its signals stay queued for the next start
-        except BaseException:
-            logger.exception(
-                "entity worker for %s stopped unexpectedly; its signals stay queued", entity_label(name, key)
-            )
-        finally:
-            # Once released, the entity may already belong to a newer worker: releasing it again would let a third
-            # worker run batches of it alongside that one.
-            if not released:
-                with self._lock:
-                    self._active.discard(entity)
-                    self._dirty.discard(entity)
+            entity: ``(name, key)``.
+            retries: This drain's memory of a failing operation.
 
-    def _run_batch(self, name: str, key: str, signals: list[Signal], state: str | None) -> _Outcome | None:
+        Returns:
+            True when a batch ran (or failed, or was dead-lettered), False when nothing is pending or the scheduler
+            stopped with an uncommitted outcome (its signals stay queued for the next start).
+
+        Raises:
+            StorageError: The store failed before anything ran, or while dead-lettering (the signal stays queued
+                and is tried, and dead-lettered, again).
+        """
+        name, key = entity
+        signals = self.store.pending(name, key, self._options.max_batch_size)
+        state = self.store.read_state(name, key) if signals else None
+        self._engine.storage_recovered(entity)
+        if not signals:
+            return False
+        if signals[0].seq <= retries.isolate_through:
+            signals = signals[:1]
+        try:
+            outcome = self._run_batch(name, key, signals, state)
+        except Exception:
+            logger.exception("entity function for %s failed on a batch of %d", entity_label(name, key), len(signals))
+            retries.isolate_through = max(retries.isolate_through, signals[-1].seq)
+            head = signals[0]
+            retries.failures = retries.failures + 1 if retries.failing_seq == head.seq else 1
+            retries.failing_seq = head.seq
+            if len(signals) == 1 and retries.failures >= self._options.max_attempts:
+                self._dead_letter(head, retries.failures)
+                retries.failing_seq, retries.failures = 0, 0
+                return True
+            self._engine.pause(self._retry_backoff.delay(retries.failures))
+            return True
+        return self._commit(name, key, outcome)
+
+    def _run_batch(self, name: str, key: str, signals: list[Signal], state: str | None) -> _Outcome:
         """Run one batch through the entity function.
 
         Args:
@@ -330,28 +282,16 @@ class EntityScheduler:
             state: The entity's stored state, or None when it does not exist.
 
         Returns:
-            The outcome to commit, or None when fault injection threw it away.
+            The outcome to commit.
 
         Raises:
             Exception: Whatever the entity function raised, or ValueError for a malformed response.
         """
-        batch: list[Signal] = []
-        for signal in signals:
-            batch.append(signal)
-            if self.deliver_twice is not None and self.deliver_twice(name, key, signal):
-                batch.append(signal)
-
-        raw = self._functions[name](_batch_json(name, key, state, batch))
+        raw = self._functions[name](_batch_json(name, key, state, signals))
         if asyncio.iscoroutine(raw):
             raw = asyncio.run(raw)
-        response = _parse_response(raw, batch, name, key)
-
-        if self.crash_before_commit is not None and self.crash_before_commit(name, key, signals):
-            logger.warning(
-                "fault injection: discarding the uncommitted output of a batch for %s", entity_label(name, key)
-            )
-            return None
-        messages = self._responses(batch, response.results) + self._signals_sent(name, key, response.signals)
+        response = _parse_response(raw, signals, name, key)
+        messages = self._responses(signals, response.results) + self._signals_sent(name, key, response.signals)
         return _Outcome(response.state if response.exists else None, signals[-1].seq, len(signals), tuple(messages))
 
     def _responses(self, batch: list[Signal], results: list[dict[str, Any]]) -> list[Message]:
@@ -420,29 +360,21 @@ class EntityScheduler:
             True once stored; False when the scheduler stopped first (the outcome is dropped, its signals stay
             queued and run again on the next start).
         """
-        entity = (name, key)
-        attempts = 0
-        while True:
-            try:
-                self.store.commit_batch(name, key, outcome.state, outcome.done_through_seq, outcome.messages)
-            except StorageError as exc:
-                attempts += 1
-                self._note_storage_failure(entity, exc, attempts, holding_outcome=True)
-                if self._stopping.is_set():
-                    logger.error(
-                        "stopping before the outcome of %d operation(s) on %s could be stored; their signals "
-                        "stay queued and run again on the next start",
-                        outcome.operations,
-                        entity_label(name, key),
-                    )
-                    return False
-                self._stopping.wait(self._backoff(self._storage_backoff, attempts))
-                continue
-            if attempts:
-                logger.warning("stored the outcome for %s after %d failed commits", entity_label(name, key), attempts)
-            self._clear_storage_failure(entity)
-            self._announce(outcome.messages)
+
+        def write() -> bool:
+            self.store.commit_batch(name, key, outcome.state, outcome.done_through_seq, outcome.messages)
             return True
+
+        if not self._engine.keep_committing((name, key), write):
+            logger.error(
+                "stopping before the outcome of %d operation(s) on %s could be stored; their signals "
+                "stay queued and run again on the next start",
+                outcome.operations,
+                entity_label(name, key),
+            )
+            return False
+        self._announce(outcome.messages)
+        return True
 
     def _announce(self, messages: tuple[Message, ...] | list[Message]) -> None:
         """After a commit, wake whoever the committed messages are for.
@@ -455,55 +387,6 @@ class EntityScheduler:
                 self.schedule(message.name, message.key)
             elif isinstance(message, OrchestrationEvent) and self.on_orchestration_message is not None:
                 self.on_orchestration_message(message.instance_id)
-
-    def _backoff(self, first: float, failures: int) -> float:
-        """The delay before the next retry: ``first`` doubled per further failure, capped.
-
-        Args:
-            first: Delay after the first failure.
-            failures: Failures so far (at least 1).
-
-        Returns:
-            Seconds to wait.
-        """
-        return min(first * 2 ** min(failures - 1, 30), self._max_backoff)
-
-    def _back_off_from_store(self, entity: tuple[str, str], exc: StorageError, failures: int) -> None:
-        """Record a storage failure that happened before anything ran, and wait before the next attempt.
-
-        Args:
-            entity: ``(name, key)``.
-            exc: The storage error.
-            failures: Consecutive storage failures so far.
-        """
-        self._note_storage_failure(entity, exc, failures, holding_outcome=False)
-        self._stopping.wait(self._backoff(self._storage_backoff, failures))
-
-    def _note_storage_failure(
-        self, entity: tuple[str, str], exc: StorageError, attempts: int, *, holding_outcome: bool
-    ) -> None:
-        """Record and log why an entity is stuck on its store.
-
-        Args:
-            entity: ``(name, key)``.
-            exc: The storage error.
-            attempts: Consecutive failures so far.
-            holding_outcome: True when an outcome waits to be committed.
-        """
-        with self._lock:
-            self._storage_failures[entity] = StorageFailure(exc.cause, holding_outcome)
-        kept = "keeping the outcome and retrying the commit" if holding_outcome else "retrying; nothing ran"
-        level = logging.ERROR if attempts == 1 else logging.WARNING
-        logger.log(level, "storage failure %d for %s (%s): %s", attempts, entity_label(*entity), kept, exc)
-
-    def _clear_storage_failure(self, entity: tuple[str, str]) -> None:
-        """Forget an entity's storage failure once the store answered again.
-
-        Args:
-            entity: ``(name, key)``.
-        """
-        with self._lock:
-            self._storage_failures.pop(entity, None)
 
     def _dead_letter(self, signal: Signal, attempts: int) -> None:
         """Drop a signal that keeps failing, recording it in one error log line: ids and sizes, never its input.

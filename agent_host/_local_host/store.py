@@ -1,7 +1,7 @@
 """Durable storage for the local host: entity states and the queue of acknowledged signals.
 
 One SQLite file holds both, so a batch's new state and the removal of the signals it consumed commit together. The
-same file holds the orchestration tables (``outbox.ORCHESTRATION_SCHEMA``), so an entity batch and the responses it
+same file holds the orchestration tables (``schema.ORCHESTRATION_SCHEMA``), so an entity batch and the responses it
 owes orchestrations commit in one transaction too; :class:`OrchestrationStore` works on them through
 :meth:`EntityStore.transaction` and :meth:`EntityStore.reading`.
 Every failure of the file (full disk, I/O error, damaged page) surfaces as a :class:`StorageError`, never as an
@@ -19,32 +19,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .._clock import SYSTEM_CLOCK, Clock
-from .outbox import ORCHESTRATION_SCHEMA, Message, write_messages
+from .outbox import Message, write_messages
+from .schema import ENTITY_SCHEMA, ENTITY_TABLES, ORCHESTRATION_SCHEMA, SIGNAL_COLUMNS_ADDED
 
 DATABASE_FILE_NAME = "entities.sqlite3"
 MANIFEST_FILE_NAME = "entities.manifest.json"
 """Written beside the database once it is created; while it exists, a missing or emptied database is refused."""
-
-_TABLES = ("entities", "signals")
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entities (
-    name TEXT NOT NULL,
-    key TEXT NOT NULL,
-    state TEXT NOT NULL,
-    PRIMARY KEY (name, key)
-);
-CREATE TABLE IF NOT EXISTS signals (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL,
-    key TEXT NOT NULL,
-    operation TEXT NOT NULL,
-    input TEXT NULL,
-    enqueued_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS signals_by_entity ON signals (name, key, seq);
-"""
-# Added with orchestrations: an operation an orchestration calls carries the id its response names, and the caller.
-_SIGNAL_COLUMNS_ADDED = ("request_id", "parent_instance_id", "parent_execution_id")
 
 
 class StorageError(Exception):
@@ -168,7 +148,7 @@ class EntityStore:
                 raise EmptiedStoreError(self.path, self.manifest_path, "holds none of the local host's tables")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            conn.executescript(_SCHEMA)
+            conn.executescript(ENTITY_SCHEMA)
             conn.executescript(ORCHESTRATION_SCHEMA)
             _add_signal_columns(conn)
             self._unlimited_pages = int(conn.execute("PRAGMA max_page_count").fetchone()[0])
@@ -455,7 +435,7 @@ def _add_signal_columns(conn: sqlite3.Connection) -> None:
         conn: An open connection.
     """
     present = {str(row[1]) for row in conn.execute("PRAGMA table_info(signals)")}
-    for column in _SIGNAL_COLUMNS_ADDED:
+    for column in SIGNAL_COLUMNS_ADDED:
         if column not in present:
             conn.execute(f"ALTER TABLE signals ADD COLUMN {column} TEXT NULL")
 
@@ -470,4 +450,4 @@ def _has_tables(conn: sqlite3.Connection) -> bool:
         True when every table of the schema exists.
     """
     names = {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return set(_TABLES) <= names
+    return set(ENTITY_TABLES) <= names

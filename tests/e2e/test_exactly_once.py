@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from apps import build_app, make_agent
 from chat_clients import ScriptedChatClient, default_reply
+from faults import crash_before_entity_commit, deliver_twice
 from hosting import RunningHost
 
 from agent_host import HostSettings, OfflineChatClient
@@ -40,7 +41,7 @@ def slow_host(
 def test_duplicate_delivery_of_the_same_signal_runs_the_model_once(scripted_host) -> None:
     running, client = scripted_host
     assert running.host is not None
-    running.host.scheduler.deliver_twice = lambda name, key, signal: True
+    deliver_twice(running.host.scheduler, lambda name, key, signal: True)
 
     reply = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
     running.wait_idle()
@@ -59,7 +60,7 @@ def test_crash_after_the_model_ran_before_commit_is_redelivered_and_committed_on
         crashes.append(len(batch))
         return len(crashes) == 1
 
-    running.host.scheduler.crash_before_commit = crash_once
+    crash_before_entity_commit(running.host.scheduler, crash_once)
 
     reply = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
     running.wait_idle()

@@ -20,6 +20,7 @@ import pytest
 from apps import build_app, make_agent
 from chat_clients import FailingChatClient, MidStreamFailingChatClient, StreamingChatClient, default_reply
 from clocks import ManualClock
+from faults import crash_before_entity_commit
 from hosting import RunningHost
 from streams import (
     MemoryTurnStreamStore,
@@ -220,7 +221,7 @@ def test_a_client_that_hangs_up_does_not_stop_the_turn(tmp_path: Path) -> None:
 def test_a_turn_run_again_after_a_crash_streams_the_new_attempt_after_the_old(tmp_path: Path) -> None:
     running = host_for(tmp_path, "streams", lambda: make_agent(StreamingChatClient()))
     crashes = ["once"]
-    running.running.host.scheduler.crash_before_commit = lambda name, key, batch: bool(crashes and crashes.pop())
+    crash_before_entity_commit(running.running.host.scheduler, lambda name, key, batch: bool(crashes and crashes.pop()))
     try:
         live = running.post_events("c1", "say it twice")
         turn_id = live[0].data["turnId"]

@@ -15,6 +15,7 @@ import azure.durable_functions as df
 import pytest
 from clocks import EPOCH_MS, ManualClock
 from expiry_apps import BRIEF_TTL, CONVERSATIONS, TTL_SECONDS, ExpiryHost, expiry_app
+from faults import crash_before_episode_commit
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -268,7 +269,7 @@ def test_a_new_conversation_started_while_the_old_watch_is_finishing_is_still_wa
             release.wait(30)
         return False
 
-    host.local.orchestrations.crash_before_commit = slow_completion
+    crash_before_episode_commit(host.local.orchestrations, slow_completion)
     host.clock.advance(TTL_SECONDS + 1)
     host.local.orchestrations.wake()
     assert finishing.wait(30)

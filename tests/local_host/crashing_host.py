@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from azure.durable_functions.models.history.HistoryEventType import HistoryEventType
+from faults import crash_after_activity, crash_before_episode_commit
 
 from agent_host._local_host import LocalHost
 
@@ -55,9 +56,9 @@ def main() -> None:
     args = parser.parse_args()
     host = LocalHost(build_orchestration_app(), state_dir=args.state_dir, port=args.port)
     if args.die_at == "before-episode-commit":
-        host.orchestrations.crash_before_commit = die_once(args.marker, delivers_a_completion)
+        crash_before_episode_commit(host.orchestrations, die_once(args.marker, delivers_a_completion))
     else:
-        host.orchestrations.crash_after_activity = die_once(args.marker, lambda activity: True)
+        crash_after_activity(host.orchestrations, die_once(args.marker, lambda seq: True))
     asyncio.run(serve(host))
 
 

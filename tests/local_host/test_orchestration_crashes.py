@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from azure.durable_functions.models.history.HistoryEventType import HistoryEventType as T
+from faults import crash_after_activity, crash_before_episode_commit
 
 from .crashing_host import DIED_EXIT_CODE
 from .driving import OrchestrationHost
@@ -109,7 +110,7 @@ def test_in_process_crash_before_an_episode_commit_replays_the_same_inbox(orches
             return True
         return False
 
-    orchestrations.local.orchestrations.crash_before_commit = crash_once
+    crash_before_episode_commit(orchestrations.local.orchestrations, crash_once)
 
     instance_id = orchestrations.start_new("sequence", "in-process", CITIES)
 
@@ -125,7 +126,7 @@ def test_in_process_activity_outcome_lost_runs_the_activity_again_once(
     log = tmp_path / "calls.log"
     monkeypatch.setenv(CALL_LOG_VARIABLE, str(log))
     lost: list[int] = []
-    orchestrations.local.orchestrations.crash_after_activity = lambda activity: not lost and not lost.append(1)
+    crash_after_activity(orchestrations.local.orchestrations, lambda seq: not lost and not lost.append(1))
 
     instance_id = orchestrations.start_new("sequence", "lost-outcome", CITIES)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from azure.durable_functions.models.history.HistoryEventType import HistoryEventType as T
 from clocks import EPOCH_MS, ManualClock
+from faults import deliver_twice
 
 from agent_host._local_host.outbox import InboxKind, OrchestrationEvent
 
@@ -222,7 +223,7 @@ def test_terminate_ends_the_instance_and_later_events_are_refused(orchestrations
 def test_entity_calls_get_one_response_even_when_the_operation_is_delivered_twice(
     orchestrations: OrchestrationHost,
 ) -> None:
-    orchestrations.local.scheduler.deliver_twice = lambda name, key, signal: signal.request_id is not None
+    deliver_twice(orchestrations.local.scheduler, lambda name, key, signal: signal.request_id is not None)
 
     instance_id = orchestrations.start_new("entity_calls", "twice")
 

@@ -12,6 +12,7 @@ import pytest
 from agent_framework import Message
 from apps import make_agent
 from chat_clients import ScriptedChatClient, default_reply
+from faults import deliver_twice
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.types import CallToolResult
@@ -130,7 +131,7 @@ def test_a_signal_the_host_delivers_twice_runs_the_agent_once(serve: Serve) -> N
     client = ScriptedChatClient()
     running = serve(make_agent(client), enable_mcp_tool_trigger=True)
     assert running.host is not None
-    running.host.scheduler.deliver_twice = lambda name, key, signal: True
+    deliver_twice(running.host.scheduler, lambda name, key, signal: True)
 
     result = call_tool(running, "assistant", {"query": "hello", "sessionId": "c1"})
     running.wait_idle()

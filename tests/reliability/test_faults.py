@@ -37,6 +37,7 @@ from apps import build_app, entity_function, make_agent
 from batches import EntityDriver
 from chat_clients import ScriptedChatClient
 from clocks import ManualClock
+from faults import crash_before_entity_commit
 from hosting import RunningHost
 from local_host.served import ServedProcess, serve_command
 from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to
@@ -229,7 +230,7 @@ def test_crash_before_commit_on_every_turn_keeps_a_multi_turn_history_exact(tmp_
         crashed.add(first)
         return True
 
-    running.host.scheduler.crash_before_commit = crash_first_attempt
+    crash_before_entity_commit(running.host.scheduler, crash_first_attempt)
     messages = ["first", 'call lookup {"code": "X1"}', "third", "fourth"]
     try:
         replies = [

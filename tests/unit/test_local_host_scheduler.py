@@ -18,9 +18,11 @@ import aiohttp
 import azure.durable_functions as df
 import azure.functions as func
 import pytest
+from faults import crash_before_entity_commit, deliver_twice
 from hosting import run_on_fresh_loop as run
 
 from agent_host._local_host import EntityScheduler, EntityStore, LocalHost
+from agent_host._local_host.scheduler import EntitySchedulerOptions
 
 T = TypeVar("T")
 Seen = list[tuple[str, str, Any]]
@@ -190,7 +192,7 @@ def test_crash_before_commit_redelivers_and_commits_exactly_once(tmp_path: pathl
         host = LocalHost(make_app(seen), state_dir=tmp_path, port=0)
         for _ in range(3):
             host.store.enqueue("counter", "c", "add", raw_input(1))
-        host.scheduler.crash_before_commit = crash_first_batch
+        crash_before_entity_commit(host.scheduler, crash_first_batch)
         await host.start()
         try:
             await host.scheduler.wait_idle(5)
@@ -210,7 +212,7 @@ def test_deliver_twice_makes_the_entity_see_the_operation_twice(tmp_path: pathli
 
     async def scenario() -> None:
         host = LocalHost(make_app(seen), state_dir=tmp_path, port=0)
-        host.scheduler.deliver_twice = lambda name, key, signal: key == "dup"
+        deliver_twice(host.scheduler, lambda name, key, signal: key == "dup")
         await host.start()
         try:
             client = client_for(host)
@@ -339,9 +341,8 @@ def test_batches_are_bounded_and_processed_in_order(tmp_path: pathlib.Path) -> N
     store = EntityStore(tmp_path)
     for amount in range(45):
         store.enqueue("counter", "k", "add", raw_input(amount))
-    scheduler = EntityScheduler(
-        store, {"counter": batch_sizes_of(df.Entity.create(counter_operation(seen)), sizes)}, max_batch_size=20
-    )
+    counter = batch_sizes_of(df.Entity.create(counter_operation(seen)), sizes)
+    scheduler = EntityScheduler(store, {"counter": counter}, EntitySchedulerOptions(max_batch_size=20))
     try:
         scheduler.start()
         asyncio.run(scheduler.wait_idle(5))
@@ -397,7 +398,7 @@ def test_different_entities_run_in_parallel(tmp_path: pathlib.Path) -> None:
         return handle(request)
 
     store = EntityStore(tmp_path)
-    scheduler = EntityScheduler(store, {"counter": meet_then_run}, max_attempts=1)
+    scheduler = EntityScheduler(store, {"counter": meet_then_run}, EntitySchedulerOptions(max_attempts=1))
     try:
         scheduler.start()
         for key in ("a", "b"):
@@ -428,7 +429,7 @@ def test_failures_are_retried_one_signal_at_a_time_then_succeed(tmp_path: pathli
     store = EntityStore(tmp_path)
     for _ in range(3):
         store.enqueue("counter", "k", "add", raw_input(1))
-    scheduler = EntityScheduler(store, {"counter": flaky}, retry_backoff_seconds=0.01)
+    scheduler = EntityScheduler(store, {"counter": flaky}, EntitySchedulerOptions(retry_backoff_seconds=0.01))
     try:
         scheduler.start()
         asyncio.run(scheduler.wait_idle(5))
@@ -454,7 +455,9 @@ def test_a_signal_that_keeps_failing_is_dead_lettered_with_ids_and_sizes_never_i
     store.write_state("counter", "k", "41")
     first = store.enqueue("counter", "k", "add", raw_input(1))
     second = store.enqueue("counter", "k", "add", raw_input(secret))
-    scheduler = EntityScheduler(store, {"counter": broken}, max_attempts=2, retry_backoff_seconds=0.01)
+    scheduler = EntityScheduler(
+        store, {"counter": broken}, EntitySchedulerOptions(max_attempts=2, retry_backoff_seconds=0.01)
+    )
     try:
         with caplog.at_level(logging.DEBUG, logger="agent_host._local_host"):
             scheduler.start()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from agent_framework import Agent, AgentExecutor, Executor, WorkflowBuilder, WorkflowContext, handler
 from chat_clients import ScriptedChatClient
+from faults import crash_after_activity, crash_before_episode_commit
 from hosting import RunningHost
 from parity_workflows import MATRIX, Models, fan_out_fan_in
 from test_workflow_parity import comparable_output, run_in_process, without_random_ids
@@ -99,8 +100,10 @@ def test_a_run_survives_losing_every_episode_commit_and_every_activity_outcome_o
         return True
 
     assert host.host is not None
-    host.host.orchestrations.crash_before_commit = lambda instance, commit: once(("episode", len(commit.history)))
-    host.host.orchestrations.crash_after_activity = lambda activity: once(("activity", str(activity)))
+    crash_before_episode_commit(
+        host.host.orchestrations, lambda instance, commit: once(("episode", len(commit.history)))
+    )
+    crash_after_activity(host.host.orchestrations, lambda seq: once(("activity", seq)))
     try:
         body = host.request("POST", "/api/workflows/fan/runs", {"input": value, "timeoutSeconds": 60}).json()
     finally:
