@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import aiohttp
 import azure.durable_functions as df
 
-from .._conversation.state import APPLIED_CHANGES_KEY, DELETED_KEY, StoredState, decode_state, has_applied_delete
-from .._conversation.turn_records import find_turn, is_expired
+from .._conversation.state import decode_state
+from .._conversation.view import ConversationView
 from .._errors import StateCorruptError, StateVersionError, StorageUnavailableError
 
 FIRST_POLL_SECONDS = 0.005
@@ -49,7 +49,7 @@ class ConversationClient:
         except Exception as exc:  # the SDK raises a bare Exception naming an unexpected status
             raise StorageUnavailableError(f"the durable host refused the signal: {exc}") from None
 
-    async def read(self, conversation_id: str) -> StoredState | None:
+    async def read(self, conversation_id: str) -> ConversationView | None:
         """The conversation's validated state (a deleted one's tombstone included), or None when it never existed.
 
         Raises:
@@ -57,7 +57,7 @@ class ConversationClient:
             StorageUnavailableError: the host or its store could not answer.
         """
         exists, stored = await self.read_stored(conversation_id)
-        return decode_state(stored) if exists else None
+        return ConversationView(decode_state(stored)) if exists else None
 
     async def read_stored(self, conversation_id: str) -> tuple[bool, Any]:
         """Whether the entity exists, and its state as the host returns it (JSON text or the decoded value).
@@ -91,7 +91,7 @@ class ConversationClient:
         except (aiohttp.ClientError, TimeoutError):
             return 0
 
-    async def read_for_delete(self, conversation_id: str) -> StoredState | None:
+    async def read_for_delete(self, conversation_id: str) -> ConversationView | None:
         """The state as `read` gives it, or for state that cannot be read, a stand-in that exists.
 
         Deleting is the way out of a conversation whose stored state cannot be read, so only existence counts.
@@ -99,45 +99,38 @@ class ConversationClient:
         try:
             return await self.read(conversation_id)
         except (StateCorruptError, StateVersionError):
-            return {}
+            return ConversationView.empty()
 
-    async def wait_for_turn(self, conversation_id: str, turn_id: str, timeout: float) -> StoredState | None:
+    async def wait_for_turn(self, conversation_id: str, turn_id: str, timeout: float) -> ConversationView | None:
         """Poll until the turn is settled (recorded, expired, or deleted with its conversation) or `timeout` passes.
 
         Returns the state that settles it, or None.
         """
 
-        async def settled() -> StoredState | None:
+        async def settled() -> ConversationView | None:
             state = await self.read(conversation_id)
-            if state is None:
-                return None
-            if DELETED_KEY in state:
-                return state if turn_id in state[DELETED_KEY]["turns"] else None
-            _, record = find_turn(state, turn_id)
-            return state if record is not None or is_expired(state, turn_id) else None
+            return state if state is not None and state.settles(turn_id) else None
 
         return await _poll(settled, timeout)
 
-    async def wait_for_change(self, conversation_id: str, change_id: str, timeout: float) -> StoredState | None:
+    async def wait_for_change(self, conversation_id: str, change_id: str, timeout: float) -> ConversationView | None:
         """Poll until the conversation acknowledges the retention request `change_id`; returns that state, or None."""
-        return await self._wait_for(
-            conversation_id, lambda state: change_id in state.get(APPLIED_CHANGES_KEY, ()), timeout
-        )
+        return await self._wait_for(conversation_id, lambda state: state.has_applied_change(change_id), timeout)
 
-    async def wait_for_delete(self, conversation_id: str, change_id: str, timeout: float) -> StoredState | None:
+    async def wait_for_delete(self, conversation_id: str, change_id: str, timeout: float) -> ConversationView | None:
         """Poll until the entity has run the delete request `change_id`; returns the state that says so, or None.
 
         That state is the tombstone, or a conversation a later turn started after it (failure 19).
         """
-        return await self._wait_for(conversation_id, lambda state: has_applied_delete(state, change_id), timeout)
+        return await self._wait_for(conversation_id, lambda state: state.has_applied_delete(change_id), timeout)
 
     async def _wait_for(
-        self, conversation_id: str, applied: Callable[[StoredState], bool], timeout: float
-    ) -> StoredState | None:
+        self, conversation_id: str, applied: Callable[[ConversationView], bool], timeout: float
+    ) -> ConversationView | None:
         """Poll until the stored state is `applied`. State that cannot be read counts as not changed yet: a deletion
         is how a caller replaces it."""
 
-        async def probe() -> StoredState | None:
+        async def probe() -> ConversationView | None:
             try:
                 state = await self.read(conversation_id)
             except (StateCorruptError, StateVersionError):

@@ -20,8 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, RunRequestBody, parse_model, validate_conversation_id
-from .._conversation.state import DELETED_KEY, MESSAGES_KEY, STRUCTURED_KEY, TURN_COUNT_KEY
-from .._conversation.turn_records import answer_messages, find_turn, new_turn_id, turn_text
+from .._conversation.turn_records import new_turn_id
 from .._errors import (
     ConversationNotFoundError,
     InvalidRequestError,
@@ -232,26 +231,25 @@ async def run_compat(
         await expiry.finish()
         return _answer(request, 202, {"response": "Agent request accepted", **base, "status": "accepted"}, turn_url)
     state = await conversations.wait_for_turn(request.session_id, turn_id, wait_seconds)
-    await expiry.finish((state or {}).get(TURN_COUNT_KEY))
+    await expiry.finish(state.turn_count if state is not None else None)
     if state is None:
         pending = {"response": "Agent is still processing.", **base, "status": "pending"}
         return _answer(request, 202, pending, turn_url)
-    _, record = find_turn(state, turn_id)
-    if record is None or record["status"] != "completed":
-        if record is not None:
-            error = record["error"]
-        elif DELETED_KEY in state:
+    turn = state.turn(turn_id)
+    if turn is None or turn.error is not None:
+        if turn is not None and turn.error is not None:
+            error = turn.error
+        elif state.is_deleted:
             error = ConversationNotFoundError(agent.name, request.session_id, deleted=True).to_record()
         else:
             error = TurnExpiredError(request.session_id, turn_id).to_record()
         failed = {"response": None, **base, "status": "failed", "error": error}
         return _answer(request, status_for_code(error["code"]), failed, turn_url)
-    messages = answer_messages(state, record)
-    answer = {**base, "response": turn_text(messages), "status": "success"}
-    if record.get(STRUCTURED_KEY):
-        answer["value"] = json.loads(answer["response"])
-    answer["message_count"] = len(state.get(MESSAGES_KEY, []))
-    answer["agent_response"] = agent_response(messages, state, turn_id)
+    answer = {**base, "response": turn.text, "status": "success"}
+    if turn.structured:
+        answer["value"] = turn.value
+    answer["message_count"] = len(state.messages)
+    answer["agent_response"] = agent_response(turn, state.agent_name)
     return _answer(request, 200, answer, turn_url)
 
 

@@ -13,7 +13,6 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from .._contract import AgentRoute, validate_conversation_id
-from .._conversation.state import is_deleted
 from .._errors import AgentNotFoundError, ConversationNotFoundError, WorkflowNotFoundError
 from .._http.durable_client import ConversationClient
 from .._http.durable_queries import list_instances
@@ -75,8 +74,8 @@ class InspectorRoutes:
         state = await ConversationClient(client, agent.entity_name).read(conversation_id)
         if state is None:
             raise ConversationNotFoundError(agent.name, conversation_id)
-        if is_deleted(state):  # the tombstone is what the host holds: show it, rather than "not found"
-            return json_response(200, render_deleted(conversation_id, state))
+        if state.deleted is not None:  # the tombstone is what the host holds: show it, rather than "not found"
+            return json_response(200, render_deleted(conversation_id, state.deleted))
         return json_response(200, render_inspection(agent, conversation_id, state))
 
     async def _runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:

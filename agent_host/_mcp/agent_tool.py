@@ -3,8 +3,8 @@
 The tool function never runs the agent: it signals the conversation's entity (`run`) and polls the state for the
 turn's receipt, so the HTTP API shows the turn like any other. Every call carries an idempotency key (the caller's,
 or one made up here) and its turn id derives from it: a retry of a call, whether its turn is still running or
-answered, never runs the agent twice. Knows the extension's invocation context and the stored turn records; nothing
-of HTTP or of how the entity runs a turn.
+answered, never runs the agent twice. Knows the extension's invocation context and the conversation's read model;
+nothing of HTTP, of the stored keys, or of how the entity runs a turn.
 """
 
 from __future__ import annotations
@@ -20,15 +20,8 @@ import azure.durable_functions as df
 
 from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, validate_conversation_id
-from .._conversation.state import DELETED_KEY, TURN_COUNT_KEY, StoredState, is_deleted
-from .._conversation.turn_records import (
-    answer_messages,
-    find_keyed_turn,
-    find_turn,
-    new_turn_id,
-    request_hash,
-    turn_text,
-)
+from .._conversation.turn_records import new_turn_id, request_hash
+from .._conversation.view import ConversationView
 from .._errors import (
     AgentHostError,
     ConversationNotFoundError,
@@ -182,10 +175,10 @@ async def _run_turn(
     digest = request_hash(payload)
     if call.caller_key:
         state = await conversations.read(call.session_id)
-        earlier = find_keyed_turn(state, call.idempotency_key) if state is not None and not is_deleted(state) else None
+        earlier = state.keyed_turn(call.idempotency_key) if state is not None and not state.is_deleted else None
         if state is not None and earlier is not None:
             # A retry of an answered call: the same answer, without running the agent again.
-            return _settled(agent, call, state, earlier[0], digest)
+            return _settled(agent, call, state, earlier.turn_id, digest)
     turn_id = new_turn_id(clock.now_ms(), call.idempotency_key)
     operation = {"turnId": turn_id, **payload, "idempotencyKey": call.idempotency_key, "requestHash": digest}
     imported = await history_to_import(client, agent, call.session_id, clock.now_ms())
@@ -194,13 +187,13 @@ async def _run_turn(
     await conversations.signal(call.session_id, RUN_OPERATION, operation)
     expiry = TurnExpiry(client, agent, call.session_id, clock)
     state = await conversations.wait_for_turn(call.session_id, turn_id, waited)
-    await expiry.finish((state or {}).get(TURN_COUNT_KEY))
+    await expiry.finish(state.turn_count if state is not None else None)
     if state is None:
         return pending_result(agent.name, call.session_id, turn_id, call.idempotency_key, waited)
     return _settled(agent, call, state, turn_id, digest)
 
 
-def _settled(agent: AgentRoute, call: AgentToolCall, state: StoredState, turn_id: str, digest: str) -> str:
+def _settled(agent: AgentRoute, call: AgentToolCall, state: ConversationView, turn_id: str, digest: str) -> str:
     """The result of a settled turn: its answer, its failure, or why it can no longer be read.
 
     Raises:
@@ -208,14 +201,13 @@ def _settled(agent: AgentRoute, call: AgentToolCall, state: StoredState, turn_id
         TurnExpiredError: the turn ran but its record is no longer kept.
         IdempotencyConflictError: the key's turn asked something else.
     """
-    reported_id, record = find_turn(state, turn_id)
-    if record is None:
-        if DELETED_KEY in state:
+    turn = state.turn(turn_id)
+    if turn is None:
+        if state.is_deleted:
             raise ConversationNotFoundError(agent.name, call.session_id, deleted=True)
-        raise TurnExpiredError(call.session_id, reported_id)
-    if record.get("requestHash") != digest:
-        raise IdempotencyConflictError(call.idempotency_key, reported_id)
-    if record["status"] != "completed":
-        return error_result(record["error"], session_id=call.session_id, turn_id=reported_id)
-    text = turn_text(answer_messages(state, record))
-    return answer_result(agent.name, call.session_id, reported_id, text, record.get("approvalRequests", []))
+        raise TurnExpiredError(call.session_id, turn_id)
+    if turn.request_hash != digest:
+        raise IdempotencyConflictError(call.idempotency_key, turn.turn_id)
+    if turn.error is not None:
+        return error_result(turn.error, session_id=call.session_id, turn_id=turn.turn_id)
+    return answer_result(agent.name, call.session_id, turn.turn_id, turn.text, turn.approval_requests)
