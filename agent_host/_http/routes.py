@@ -29,6 +29,8 @@ from .._contract import (
 from .._conversation.approvals import check_answers
 from .._conversation.turn_records import KEYED_MARKER, issued_at, key_digest, new_turn_id, request_hash
 from .._conversation.view import ConversationView, TurnView
+from .._conversation_client.durable_client import ConversationClient
+from .._conversation_client.published_import import history_to_import
 from .._errors import (
     AgentNotFoundError,
     ConversationNotFoundError,
@@ -44,9 +46,7 @@ from .._expiry.starter import TurnExpiry, may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
 from .._turn_options import contents_bytes
-from .durable_client import ConversationClient
 from .event_stream import EventStreamResponse, RouteResponse
-from .published_import import history_to_import
 from .rendering import render_conversation, render_message, render_pending, render_turn
 from .requests import (
     TEXT_MEDIA_TYPE,

@@ -21,6 +21,8 @@ from pydantic.alias_generators import to_camel
 from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, RunRequestBody, parse_model, validate_conversation_id
 from .._conversation.turn_records import new_turn_id
+from .._conversation_client.durable_client import ConversationClient
+from .._conversation_client.published_import import history_to_import
 from .._errors import (
     ConversationNotFoundError,
     InvalidRequestError,
@@ -31,8 +33,6 @@ from .._errors import (
 from .._expiry.starter import TurnExpiry
 from .._settings import HostSettings
 from .._structured_output import response_format_of
-from .durable_client import ConversationClient
-from .published_import import history_to_import
 from .rendering import agent_response
 from .requests import JSON_MEDIA_TYPE, body_text, is_json_type, json_object, media_type
 

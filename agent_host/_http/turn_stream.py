@@ -17,12 +17,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from .._conversation.view import ConversationView, TurnView
+from .._conversation_client.durable_client import ConversationClient
 from .._errors import AgentHostError, ConversationNotFoundError, TurnExpiredError, TurnNotFoundError
 from .._records import record_to_message
 from .._streaming.channel import TURN_COMPLETED, TURN_FAILED, TURN_STARTED, StreamEvent, TurnStreamStore, stream_key
 from .._streaming.events import EventDraft, answer_events, started_event
 from .._streaming.waiting import wait_for_events
-from .durable_client import ConversationClient
 from .event_stream import KEEP_ALIVE, encode_error, encode_event
 from .rendering import render_turn
 

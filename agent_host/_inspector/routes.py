@@ -13,8 +13,8 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from .._contract import AgentRoute, validate_conversation_id
+from .._conversation_client.durable_client import ConversationClient
 from .._errors import AgentNotFoundError, ConversationNotFoundError, WorkflowNotFoundError
-from .._http.durable_client import ConversationClient
 from .._http.durable_queries import list_instances
 from .._http.paging import PageQuery
 from .._http.requests import query

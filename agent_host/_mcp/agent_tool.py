@@ -22,6 +22,8 @@ from .._clock import Clock
 from .._contract import RUN_OPERATION, AgentRoute, validate_conversation_id
 from .._conversation.turn_records import new_turn_id, request_hash
 from .._conversation.view import ConversationView
+from .._conversation_client.durable_client import ConversationClient
+from .._conversation_client.published_import import history_to_import
 from .._errors import (
     AgentHostError,
     ConversationNotFoundError,
@@ -31,8 +33,6 @@ from .._errors import (
     internal_error,
 )
 from .._expiry.starter import TurnExpiry
-from .._http.durable_client import ConversationClient
-from .._http.published_import import history_to_import
 from .._settings import HostSettings
 from .arguments import (
     idempotency_key_argument,

@@ -32,8 +32,8 @@ from agent_host._conversation.state import (
 )
 from agent_host._conversation.turn_records import new_turn_id
 from agent_host._conversation.view import ConversationView
+from agent_host._conversation_client.durable_client import ConversationClient
 from agent_host._errors import StateCorruptError, StateVersionError, StorageUnavailableError
-from agent_host._http.durable_client import ConversationClient
 from agent_host._retention_settings import RetentionSettings
 
 T = TypeVar("T")
