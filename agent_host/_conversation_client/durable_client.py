@@ -1,4 +1,4 @@
-"""The durable client calls the HTTP side makes: signal a conversation, read its state, wait for an outcome.
+"""The conversation client on the Functions durable client binding: signal, read, wait, import, watch expiry.
 
 `read_entity_state` returns the whole state, so every poll costs a read of the full conversation: poll with a
 short interval that grows, never a fixed second. A host or store that cannot answer is `storage_unavailable`
@@ -15,9 +15,14 @@ from typing import Any, TypeVar
 import aiohttp
 import azure.durable_functions as df
 
+from .._clock import Clock
+from .._contract import AgentRoute
 from .._conversation.state import decode_state
 from .._conversation.view import ConversationView
 from .._errors import StateCorruptError, StateVersionError, StorageUnavailableError
+from .._expiry.starter import TurnExpiry
+from .entity_state import EntityStateReader
+from .published_import import history_to_import
 
 FIRST_POLL_SECONDS = 0.005
 POLL_GROWTH = 1.5
@@ -26,15 +31,23 @@ MAX_POLL_SECONDS = 0.25
 T = TypeVar("T")
 
 
-class ConversationClient:
-    """One agent's conversation entities, seen through the durable client binding."""
+class DurableConversationClient:
+    """One agent's conversations through the durable client binding: the `ConversationClient` of a function app.
 
-    def __init__(self, client: df.DurableOrchestrationClient, entity_name: str) -> None:
+    Args:
+        client: The durable client binding of the function serving the request.
+        agent: The agent whose conversations these are.
+    """
+
+    def __init__(self, client: df.DurableOrchestrationClient, agent: AgentRoute) -> None:
         self._client = client
-        self._entity_name = entity_name
+        self._agent = agent
+        self._entities = EntityStateReader(client, agent.entity_name)
 
-    def _entity(self, conversation_id: str) -> df.EntityId:
-        return df.EntityId(self._entity_name, conversation_id)
+    @property
+    def agent_name(self) -> str:
+        """The agent whose conversations these are."""
+        return self._agent.name
 
     async def signal(self, conversation_id: str, operation: str, payload: dict[str, Any]) -> None:
         """Queue an operation on the conversation's entity (the host delivers it at least once).
@@ -43,7 +56,7 @@ class ConversationClient:
             StorageUnavailableError: the host did not accept the signal.
         """
         try:
-            await self._client.signal_entity(self._entity(conversation_id), operation, payload)
+            await self._client.signal_entity(self._entities.entity(conversation_id), operation, payload)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
         except Exception as exc:  # the SDK raises a bare Exception naming an unexpected status
@@ -56,40 +69,8 @@ class ConversationClient:
             StateCorruptError, StateVersionError: the stored state cannot be read; it is left untouched.
             StorageUnavailableError: the host or its store could not answer.
         """
-        exists, stored = await self.read_stored(conversation_id)
+        exists, stored = await self._entities.read_stored(conversation_id)
         return ConversationView(decode_state(stored)) if exists else None
-
-    async def read_stored(self, conversation_id: str) -> tuple[bool, Any]:
-        """Whether the entity exists, and its state as the host returns it (JSON text or the decoded value).
-
-        Raises:
-            StateCorruptError: the stored state is not JSON.
-            StorageUnavailableError: the host or its store could not answer.
-        """
-        try:
-            response = await self._client.read_entity_state(self._entity(conversation_id))
-        except ValueError as exc:
-            # The SDK parses the body before it looks at the status: only a 200 means the stored state is not JSON.
-            status = await self._read_status(conversation_id)
-            if status != 200:
-                raise StorageUnavailableError(f"the durable host answered {status} without a readable body") from None
-            raise StateCorruptError(f"is not valid JSON ({exc})") from None
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
-        except Exception as exc:  # the SDK raises a bare Exception naming an unexpected status
-            raise StorageUnavailableError(f"the durable host could not read the conversation: {exc}") from None
-        return bool(response.entity_exists), response.entity_state
-
-    async def _read_status(self, conversation_id: str) -> int:
-        """The status the host answers a read of the conversation with, body unread (only when the SDK failed)."""
-        # The binding's RPC base URL is where the SDK sends its own read; it exposes no public accessor.
-        base = self._client._orchestration_bindings.rpc_base_url
-        url = f"{base}{df.EntityId.get_entity_id_url_path(self._entity(conversation_id))}"
-        try:
-            async with aiohttp.ClientSession() as session, session.get(url) as response:
-                return response.status
-        except (aiohttp.ClientError, TimeoutError):
-            return 0
 
     async def read_for_delete(self, conversation_id: str) -> ConversationView | None:
         """The state as `read` gives it, or for state that cannot be read, a stand-in that exists.
@@ -123,6 +104,14 @@ class ConversationClient:
         That state is the tombstone, or a conversation a later turn started after it (failure 19).
         """
         return await self._wait_for(conversation_id, lambda state: state.has_applied_delete(change_id), timeout)
+
+    async def history_to_import(self, conversation_id: str, now_ms: int) -> dict[str, Any] | None:
+        """The `imported` field of a turn's `run` operation (see `published_import.py`), or None."""
+        return await history_to_import(self._client, self._agent, conversation_id, now_ms)
+
+    def watch_expiry(self, conversation_id: str, clock: Clock) -> TurnExpiry:
+        """Start the conversation's expiry watch alongside a turn or change; settle it with `finish`."""
+        return TurnExpiry(self._client, self._agent, conversation_id, clock)
 
     async def _wait_for(
         self, conversation_id: str, applied: Callable[[ConversationView], bool], timeout: float

@@ -15,7 +15,6 @@ import azure.functions as func
 from .._clock import Clock
 from .._contract import (
     DELETE_OPERATION,
-    RUN_OPERATION,
     SET_RETENTION_OPERATION,
     AgentRoute,
     MessagesQuery,
@@ -26,15 +25,13 @@ from .._contract import (
     validate_conversation_id,
     validate_turn_id,
 )
-from .._conversation.approvals import check_answers
-from .._conversation.turn_records import KEYED_MARKER, issued_at, key_digest, new_turn_id, request_hash
+from .._conversation.turn_records import KEYED_MARKER, key_digest
 from .._conversation.view import ConversationView, TurnView
-from .._conversation_client.durable_client import ConversationClient
-from .._conversation_client.published_import import history_to_import
+from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentNotFoundError,
     ConversationNotFoundError,
-    IdempotencyConflictError,
     MessageTooLargeError,
     TurnExpiredError,
     TurnNotFoundError,
@@ -42,9 +39,10 @@ from .._errors import (
     status_for_code,
 )
 from .._expiry.recent import RECENT_WATCHES
-from .._expiry.starter import TurnExpiry, may_hold_queued_turns
+from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
+from .._turn_ids import issued_at
 from .._turn_options import contents_bytes
 from .event_stream import EventStreamResponse, RouteResponse
 from .rendering import render_conversation, render_message, render_pending, render_turn
@@ -165,9 +163,7 @@ class Routes:
     async def _post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         agent, conversation_id = self._target(req)
         request = self._parse_turn(req)
-        key = idempotency_key(req)
         events = accepts_event_stream(req)
-        conversations = ConversationClient(client, agent.entity_name)
         turns_url = req.url.split("?", 1)[0].rstrip("/")
         payload: dict[str, Any] = {"message": request.message}
         if request.contents is not None:
@@ -179,86 +175,34 @@ class Routes:
             payload["responseFormat"] = request.response_format
         if request.options is not None:
             payload["options"] = request.options
-        digest = request_hash(payload) if key is not None else None
-        state = await conversations.read(conversation_id) if key is not None or request.approvals else None
-        live = state if state is not None and not state.is_deleted else None
-        if key is not None:
-            earlier = live.keyed_turn(key) if live is not None else None
-            if live is not None and earlier is not None:
-                # A client retry: the same turn and answer, without running the model (or checking its approvals,
-                # which that turn answered) again.
-                answer = self._answer_keyed(conversation_id, live, earlier, digest, key, turns_url)
-                if events:
-                    return self._turn_events(client, agent, conversation_id, earlier.turn_id, turns_url)
-                return answer
-            expired = live.expired_keyed_turn(key) if live is not None else None
-            if expired is not None:
-                raise TurnExpiredError(conversation_id, expired)
-            payload.update(idempotencyKey=key, requestHash=digest)
-        if request.approvals:
-            # The entity checks too; checking here answers a wrong id with 400 instead of a failed turn.
-            known = live or ConversationView.empty()
-            check_answers(known.pending_approvals_by_id, payload["approvals"], known.answered_approvals())
-        turn_id = new_turn_id(self._clock.now_ms(), key)
-        operation = {"turnId": turn_id, **payload}
-        imported = await history_to_import(client, agent, conversation_id, self._clock.now_ms())
-        if imported is not None:
-            operation["imported"] = imported
-        if events or request.stream:
-            operation["stream"] = True
-        await conversations.signal(conversation_id, RUN_OPERATION, operation)
-        expiry = TurnExpiry(client, agent, conversation_id, self._clock)
-        if events:
-            await expiry.finish()
-            return self._turn_events(client, agent, conversation_id, turn_id, turns_url)
-        settled = None
-        if request.wait:
-            timeout = request.timeout_seconds or self._settings.default_wait_seconds
-            settled = await conversations.wait_for_turn(conversation_id, turn_id, float(timeout))
-        await expiry.finish(settled.turn_count if settled is not None else None)
-        if settled is None:
-            pending_body = render_pending(conversation_id, turn_id)
-            return json_response(202, pending_body, headers={"Location": f"{turns_url}/{turn_id}"})
-        return self._settled_turn(agent, conversation_id, settled, turn_id, turns_url, digest=digest, key=key)
-
-    def _answer_keyed(
-        self,
-        conversation_id: str,
-        state: ConversationView,
-        turn: TurnView,
-        digest: str | None,
-        key: str,
-        turns_url: str,
-    ) -> func.HttpResponse:
-        if turn.request_hash != digest:
-            raise IdempotencyConflictError(key, turn.turn_id)
-        return _turn_response(conversation_id, state, turn, f"{turns_url}/{turn.turn_id}")
-
-    def _settled_turn(
-        self,
-        agent: AgentRoute,
-        conversation_id: str,
-        state: ConversationView,
-        turn_id: str,
-        turns_url: str,
-        *,
-        digest: str | None,
-        key: str | None,
-    ) -> func.HttpResponse:
-        """The answer to a waited turn request, from the state that settled it."""
-        if state.is_deleted:
-            raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
-        turn = state.turn(turn_id)
-        if turn is None:
-            raise TurnExpiredError(conversation_id, turn_id)
-        if key is not None:
-            return self._answer_keyed(conversation_id, state, turn, digest, key, turns_url)
-        return _turn_response(conversation_id, state, turn, f"{turns_url}/{turn.turn_id}")
+        wait = None
+        if request.wait and not events:
+            wait = float(request.timeout_seconds or self._settings.default_wait_seconds)
+        ask = TurnAsk(
+            conversation_id,
+            payload,
+            idempotency_key=idempotency_key(req),
+            stream=events or request.stream,
+            wait_seconds=wait,
+        )
+        outcome = await take_turn(DurableConversationClient(client, agent), ask, self._clock)
+        match outcome:
+            case Answered(turn, conversation) | Failed(turn, conversation):
+                if events:  # only a retry of a key settles before it is streamed: it streams the key's turn
+                    return self._turn_events(client, agent, conversation_id, turn.turn_id, turns_url)
+                return _turn_response(conversation_id, conversation, turn, f"{turns_url}/{turn.turn_id}")
+            case Accepted(turn_id) if events:
+                return self._turn_events(client, agent, conversation_id, turn_id, turns_url)
+            case Accepted(turn_id) | Pending(turn_id):
+                pending_body = render_pending(conversation_id, turn_id)
+                return json_response(202, pending_body, headers={"Location": f"{turns_url}/{turn_id}"})
+            case Gone(_, error):
+                raise error
 
     async def _get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
-        stored = await ConversationClient(client, agent.entity_name).read(conversation_id)
+        stored = await DurableConversationClient(client, agent).read(conversation_id)
         await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
         state = stored or ConversationView.empty()
         location = req.url.split("?", 1)[0]
@@ -301,7 +245,7 @@ class Routes:
         self, client: df.DurableOrchestrationClient, agent: AgentRoute, conversation_id: str, turn_id: str
     ) -> TurnStreamReader:
         return TurnStreamReader(
-            conversations=ConversationClient(client, agent.entity_name),
+            conversations=DurableConversationClient(client, agent),
             store=self._stream_store(),
             entity_name=agent.entity_name,
             agent_name=agent.name,
@@ -358,7 +302,7 @@ class Routes:
         key = idempotency_key(req)
         # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
         change_id = f"{KEYED_MARKER}{key_digest(key)}" if key is not None else secrets.token_hex(8)
-        conversations = ConversationClient(client, agent.entity_name)
+        conversations = DurableConversationClient(client, agent)
         state = await conversations.read_for_delete(conversation_id)
         if state is not None and state.has_applied_delete(change_id):
             return self._deleted(agent, conversation_id, state, change_id)  # a retry of a delete that already ran
@@ -394,14 +338,14 @@ class Routes:
     async def _put_retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         agent, conversation_id = self._target(req)
         retention = json_body(req, RetentionRequest, self._settings.max_message_bytes, _RETENTION_SHAPE).stored()
-        conversations = ConversationClient(client, agent.entity_name)
+        conversations = DurableConversationClient(client, agent)
         await conversations.read(conversation_id)  # state that cannot be read is refused (422) before any change
         change_id = secrets.token_hex(8)
         await conversations.signal(
             conversation_id, SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention}
         )
         # A retention change is activity, and may create the conversation: its expiry is watched as a turn's is.
-        expiry = TurnExpiry(client, agent, conversation_id, self._clock)
+        expiry = conversations.watch_expiry(conversation_id, self._clock)
         state = await conversations.wait_for_change(conversation_id, change_id, self._settings.default_wait_seconds)
         await expiry.finish(state.turn_count if state is not None else None)
         if state is None:
@@ -426,7 +370,7 @@ class Routes:
     async def _existing(
         self, agent: AgentRoute, conversation_id: str, client: df.DurableOrchestrationClient
     ) -> ConversationView:
-        state = await ConversationClient(client, agent.entity_name).read(conversation_id)
+        state = await DurableConversationClient(client, agent).read(conversation_id)
         if state is None or state.is_deleted:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
         return state

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from .._conversation.view import ConversationView, TurnView
-from .._conversation_client.durable_client import ConversationClient
+from .._conversation_client.client import ConversationClient
 from .._errors import AgentHostError, ConversationNotFoundError, TurnExpiredError, TurnNotFoundError
 from .._records import record_to_message
 from .._streaming.channel import TURN_COMPLETED, TURN_FAILED, TURN_STARTED, StreamEvent, TurnStreamStore, stream_key

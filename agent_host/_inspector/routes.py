@@ -13,7 +13,7 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from .._contract import AgentRoute, validate_conversation_id
-from .._conversation_client.durable_client import ConversationClient
+from .._conversation_client.durable_client import DurableConversationClient
 from .._errors import AgentNotFoundError, ConversationNotFoundError, WorkflowNotFoundError
 from .._http.durable_queries import list_instances
 from .._http.paging import PageQuery
@@ -71,7 +71,7 @@ class InspectorRoutes:
         if agent is None:
             raise AgentNotFoundError(name[:80], sorted(self._agents))
         conversation_id = validate_conversation_id(req.route_params.get("conversationId", ""), agent)
-        state = await ConversationClient(client, agent.entity_name).read(conversation_id)
+        state = await DurableConversationClient(client, agent).read(conversation_id)
         if state is None:
             raise ConversationNotFoundError(agent.name, conversation_id)
         if state.deleted is not None:  # the tombstone is what the host holds: show it, rather than "not found"

@@ -20,6 +20,7 @@ import pytest
 from aiohttp import web
 from hosting import run_on_fresh_loop as run
 
+from agent_host._contract import AgentRoute
 from agent_host._conversation.state import (
     APPLIED_CHANGES_KEY,
     APPLIED_DELETES_KEY,
@@ -32,12 +33,13 @@ from agent_host._conversation.state import (
 )
 from agent_host._conversation.turn_records import new_turn_id
 from agent_host._conversation.view import ConversationView
-from agent_host._conversation_client.durable_client import ConversationClient
+from agent_host._conversation_client.durable_client import DurableConversationClient
 from agent_host._errors import StateCorruptError, StateVersionError, StorageUnavailableError
 from agent_host._retention_settings import RetentionSettings
 
 T = TypeVar("T")
 ENTITY = "conversation_assistant"
+AGENT = AgentRoute("assistant", ENTITY, "host")
 STATE_PATH = f"/runtime/webhooks/durabletask/entities/{ENTITY}/c1"
 TURN_ID = new_turn_id(1_000)
 OTHER_TURN_ID = new_turn_id(2_000)
@@ -94,7 +96,7 @@ def durable_client(port: int) -> df.DurableOrchestrationClient:
 
 
 @asynccontextmanager
-async def scripted_webhook(*answers: Answer) -> AsyncIterator[tuple[ConversationClient, list[Seen]]]:
+async def scripted_webhook(*answers: Answer) -> AsyncIterator[tuple[DurableConversationClient, list[Seen]]]:
     """A webhook answering each request with the next answer (the last one repeats), and what it received."""
     seen: list[Seen] = []
     script = list(answers)
@@ -112,7 +114,7 @@ async def scripted_webhook(*answers: Answer) -> AsyncIterator[tuple[Conversation
     await site.start()
     try:
         port = runner.addresses[0][1]
-        yield ConversationClient(durable_client(port), ENTITY), seen
+        yield DurableConversationClient(durable_client(port), AGENT), seen
     finally:
         await runner.cleanup()
 
@@ -185,7 +187,7 @@ def test_read_when_the_host_fails_with_a_text_body_is_storage_unavailable_not_co
 
 def test_read_when_nothing_listens_is_storage_unavailable() -> None:
     async def scenario() -> None:
-        await ConversationClient(durable_client(closed_port()), ENTITY).read("c1")
+        await DurableConversationClient(durable_client(closed_port()), AGENT).read("c1")
 
     with pytest.raises(StorageUnavailableError) as caught:
         run(scenario)
@@ -244,7 +246,7 @@ def test_signal_the_host_refuses_is_storage_unavailable(answer: Answer) -> None:
 
 def test_signal_when_nothing_listens_is_storage_unavailable() -> None:
     async def scenario() -> None:
-        await ConversationClient(durable_client(closed_port()), ENTITY).signal("c1", "run", {"turnId": TURN_ID})
+        await DurableConversationClient(durable_client(closed_port()), AGENT).signal("c1", "run", {"turnId": TURN_ID})
 
     with pytest.raises(StorageUnavailableError, match=r"could not be reached: ClientConnectorError"):
         run(scenario)

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agent_host._expiry_settings",
             "agent_host._structured_output",
             "agent_host._turn_options",
+            "agent_host._turn_ids",
             "agent_host._published_state",
             "agent_host._contract",
             "agent_host._settings",
