@@ -1,6 +1,7 @@
 """Conversation routes: parse, signal the conversation's entity, wait, render. Knows the contract, not the storage.
 
-Handlers raise `AgentHostError`s; `responses.respond` renders them.
+Handlers raise `AgentHostError`s; the app's route table (`route_table.py`) serves each on its path and method, and
+`responses.respond` renders what they raise.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from .requests import (
     media_type,
     query,
 )
-from .responses import json_response, respond
+from .responses import json_response
 from .run_route import run_compat
 from .turn_stream import TurnStreamReader
 
@@ -84,9 +85,6 @@ class HealthRoute:
 
     async def health(self, req: func.HttpRequest) -> func.HttpResponse:
         """`GET /api/health`."""
-        return await respond(req, ("GET",), self._health)
-
-    async def _health(self) -> func.HttpResponse:
         agents = [
             {
                 "name": route.name,
@@ -122,45 +120,14 @@ class Routes:
         self._stream_store = stream_store
         self._run_wait = settings.default_wait_seconds if run_wait is None else run_wait
 
-    # -- routes ---------------------------------------------------------------------------------
-
-    async def turns(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
-        """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
-        return await respond(req, ("POST",), lambda: self._post_turn(req, client))
-
-    async def turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
-        """`GET .../turns/{turnId}`: a turn's result, or that it is still pending."""
-        return await respond(req, ("GET",), lambda: self._get_turn(req, client))
-
-    async def turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
-        """`GET .../turns/{turnId}/stream`: a turn's events, from the start or after `Last-Event-ID`."""
-        return await respond(req, ("GET",), lambda: self._get_turn_stream(req, client))
-
-    async def conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`GET` or `DELETE .../conversations/{conversationId}`."""
-        if req.method.upper() == "DELETE":
-            return await respond(req, ("GET", "DELETE"), lambda: self._delete_conversation(req, client))
-        return await respond(req, ("GET", "DELETE"), lambda: self._get_conversation(req, client))
-
-    async def messages(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`GET .../conversations/{conversationId}/messages`: the transcript in conversation order."""
-        return await respond(req, ("GET",), lambda: self._get_messages(req, client))
-
-    async def retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`PUT .../conversations/{conversationId}/retention`: change the conversation's retention."""
-        return await respond(req, ("PUT",), lambda: self._put_retention(req, client))
+    # -- handlers (the route table, `_app.py`, serves each on its path and method) -----------------
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
-        return await respond(
-            req,
-            ("POST",),
-            lambda: run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait),
-        )
+        return await run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait)
 
-    # -- handlers -------------------------------------------------------------------------------
-
-    async def _post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+    async def post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+        """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
         agent, conversation_id = self._target(req)
         request = self._parse_turn(req)
         events = accepts_event_stream(req)
@@ -199,7 +166,8 @@ class Routes:
             case Gone(_, error):
                 raise error
 
-    async def _get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET .../turns/{turnId}`: a turn's result, or that it is still pending."""
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
         stored = await DurableConversationClient(client, agent).read(conversation_id)
@@ -217,7 +185,8 @@ class Routes:
             return json_response(202, render_pending(conversation_id, turn_id), headers={"Location": location})
         raise TurnNotFoundError(conversation_id, turn_id)
 
-    async def _get_turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+    async def get_turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+        """`GET .../turns/{turnId}/stream`: a turn's events, from the start or after `Last-Event-ID`."""
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
         after = last_event_id(req)
@@ -288,16 +257,16 @@ class Routes:
             return False
         return not any((issued_at(known) or 0) > issued + CLOCK_SKEW_TOLERANCE_MS for known in state.turn_ids)
 
-    async def _get_conversation(
-        self, req: func.HttpRequest, client: df.DurableOrchestrationClient
-    ) -> func.HttpResponse:
+    async def get_conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET .../conversations/{conversationId}`: the conversation's summary."""
         agent, conversation_id = self._target(req)
         state = await self._existing(agent, conversation_id, client)
         return json_response(200, render_conversation(agent, conversation_id, state))
 
-    async def _delete_conversation(
+    async def delete_conversation(
         self, req: func.HttpRequest, client: df.DurableOrchestrationClient
     ) -> func.HttpResponse:
+        """`DELETE .../conversations/{conversationId}`: delete the conversation."""
         agent, conversation_id = self._target(req)
         key = idempotency_key(req)
         # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
@@ -326,7 +295,8 @@ class Routes:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
         return func.HttpResponse(status_code=204)
 
-    async def _get_messages(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def get_messages(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET .../conversations/{conversationId}/messages`: the transcript in conversation order."""
         agent, conversation_id = self._target(req)
         include_excluded = query(req, MessagesQuery).include_excluded
         state = await self._existing(agent, conversation_id, client)
@@ -335,7 +305,8 @@ class Routes:
             messages = [message for message in messages if not message["excluded"]]
         return json_response(200, {"conversationId": conversation_id, "messages": messages})
 
-    async def _put_retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def put_retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`PUT .../conversations/{conversationId}/retention`: change the conversation's retention."""
         agent, conversation_id = self._target(req)
         retention = json_body(req, RetentionRequest, self._settings.max_message_bytes, _RETENTION_SHAPE).stored()
         conversations = DurableConversationClient(client, agent)
