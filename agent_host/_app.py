@@ -1,7 +1,8 @@
 """AgentFunctionApp: a DFApp that registers, for each agent, one conversation entity, plus the shared HTTP routes.
 
-Registration only: every HTTP function is one call into a route handler (`_http/`), every entity one call into
-`_conversation/entity.py`, every MCP tool one call into `_mcp/`.
+Registration only: the route table (`_route_table`) declares every HTTP route (path, methods and handlers together,
+each handler in `_http/` or `_inspector/`), every entity is one call into `_conversation/entity.py`, every MCP tool
+one call into `_mcp/`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
 from ._http.conversation_list import ConversationListRoute
+from ._http.route_table import HttpRoute
 from ._http.routes import HealthRoute, Routes
 from ._http.workflow_routes import WorkflowRoutes
 from ._inspector.routes import InspectorRoutes
@@ -171,21 +173,15 @@ class AgentFunctionApp(df.DFApp):
         self._http_agent_routes: dict[str, AgentRoute] = {}
         self._entities: dict[str, ConversationEntity] = {}
         self._expiry = ExpiryFunctions(self)
-        self._register_routes(
-            Routes(self._http_agent_routes, self.settings, clock, self._stream_store, run_wait=self._poll_wait),
-            health=HealthRoute(self._agent_routes, self._workflow_names) if self.enable_health_check else None,
-        )
         self._workflows = WorkflowFunctions(
             self,
             self._node_entity,
             self.settings.run_timeout_seconds,
             conversation_ttl_seconds=self.settings.conversation_ttl_seconds,
         )
-        self._register_workflow_routes(WorkflowRoutes(self._workflows.routes, self.settings))
-        self._register_conversation_list(ConversationListRoute(self._http_agent_routes))
         self.inspector = inspector_from_settings() if inspector is None else inspector
-        if self.inspector:
-            self._register_inspector(InspectorRoutes(self._http_agent_routes, self._workflows.routes))
+        for route in self._route_table(clock):
+            self._register_http(route)
         # Workflows first, then agents, as agent-framework-azurefunctions registers them.
         for hosted in _workflows_to_host(workflow, workflows):
             self.add_workflow(hosted)
@@ -448,71 +444,69 @@ class AgentFunctionApp(df.DFApp):
         with_client = self.durable_client_input(client_name="client")(mcp_tool)
         self.function_name(tool.function_name)(self.mcp_tool_trigger(**tool.trigger_arguments())(with_client))
 
-    def _register_routes(self, routes: Routes, *, health: HealthRoute | None) -> None:
-        if health is not None:
-            self._register_http("api_health", "health", health.health, auth_level=func.AuthLevel.ANONYMOUS)
-        self._register_http("api_turns", f"{CONVERSATION_ROUTE}/turns", routes.turns, client=True)
-        self._register_http("api_turn", f"{CONVERSATION_ROUTE}/turns/{{turnId}}", routes.turn, client=True)
-        self._register_http(
-            "api_turn_stream", f"{CONVERSATION_ROUTE}/turns/{{turnId}}/stream", routes.turn_stream, client=True
+    def _route_table(self, clock: Clock) -> list[HttpRoute]:
+        """Every HTTP route the app serves, in registration order: path, methods and handlers together."""
+        conversations = Routes(
+            self._http_agent_routes, self.settings, clock, self._stream_store, run_wait=self._poll_wait
         )
-        self._register_http("api_conversation", CONVERSATION_ROUTE, routes.conversation, client=True)
-        self._register_http("api_messages", f"{CONVERSATION_ROUTE}/messages", routes.messages, client=True)
-        self._register_http("api_retention", f"{CONVERSATION_ROUTE}/retention", routes.retention, client=True)
-        self._register_http("api_run", "agents/{agent}/run", routes.run, client=True)
+        workflows = WorkflowRoutes(self._workflows.routes, self.settings)
+        listing = ConversationListRoute(self._http_agent_routes)
+        conversation, runs, published = CONVERSATION_ROUTE, "workflows/{workflow}/runs", "workflow/{workflow}"
+        table: list[HttpRoute] = []
+        if self.enable_health_check:
+            health = HealthRoute(self._agent_routes, self._workflow_names)
+            anonymous = func.AuthLevel.ANONYMOUS
+            table.append(HttpRoute("api_health", "health", {"GET": health.health}, client=False, auth_level=anonymous))
+        table += [
+            HttpRoute("api_turns", f"{conversation}/turns", {"POST": conversations.post_turn}),
+            HttpRoute("api_turn", f"{conversation}/turns/{{turnId}}", {"GET": conversations.get_turn}),
+            HttpRoute(
+                "api_turn_stream", f"{conversation}/turns/{{turnId}}/stream", {"GET": conversations.get_turn_stream}
+            ),
+            HttpRoute(
+                "api_conversation",
+                conversation,
+                {"GET": conversations.get_conversation, "DELETE": conversations.delete_conversation},
+            ),
+            HttpRoute("api_messages", f"{conversation}/messages", {"GET": conversations.get_messages}),
+            HttpRoute("api_retention", f"{conversation}/retention", {"PUT": conversations.put_retention}),
+            HttpRoute("api_run", "agents/{agent}/run", {"POST": conversations.run}),
+            HttpRoute("api_workflow_runs", runs, {"POST": workflows.runs}),
+            HttpRoute("api_workflow_run", f"{runs}/{{runId}}", {"GET": workflows.run}),
+            HttpRoute(
+                "api_workflow_response", f"{runs}/{{runId}}/responses/{{requestId}}", {"POST": workflows.response}
+            ),
+            HttpRoute("api_workflow_published_run", f"{published}/run", {"POST": workflows.compat_run}),
+            HttpRoute(
+                "api_workflow_published_status", f"{published}/status/{{instanceId}}", {"GET": workflows.compat_status}
+            ),
+            HttpRoute(
+                "api_workflow_published_respond",
+                f"{published}/respond/{{instanceId}}/{{requestId}}",
+                {"POST": workflows.compat_respond},
+            ),
+            HttpRoute("api_conversations", "agents/{agent}/conversations", {"GET": listing.conversations}),
+        ]
+        if self.inspector:
+            inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes)
+            table += [
+                HttpRoute("api_inspector", "inspector", {"GET": inspector.page}, client=False),
+                HttpRoute("api_inspector_app", "inspector/app", {"GET": inspector.hosted}, client=False),
+                HttpRoute("api_inspector_conversation", f"inspector/{conversation}", {"GET": inspector.conversation}),
+                HttpRoute("api_inspector_runs", "inspector/workflows/{workflow}/runs", {"GET": inspector.runs}),
+            ]
+        return table
 
-    def _register_workflow_routes(self, routes: WorkflowRoutes) -> None:
-        runs = "workflows/{workflow}/runs"
-        published = "workflow/{workflow}"
-        self._register_http("api_workflow_runs", runs, routes.runs, client=True)
-        self._register_http("api_workflow_run", f"{runs}/{{runId}}", routes.run, client=True)
-        self._register_http(
-            "api_workflow_response", f"{runs}/{{runId}}/responses/{{requestId}}", routes.response, client=True
-        )
-        self._register_http("api_workflow_published_run", f"{published}/run", routes.compat_run, client=True)
-        self._register_http(
-            "api_workflow_published_status", f"{published}/status/{{instanceId}}", routes.compat_status, client=True
-        )
-        self._register_http(
-            "api_workflow_published_respond",
-            f"{published}/respond/{{instanceId}}/{{requestId}}",
-            routes.compat_respond,
-            client=True,
-        )
-
-    def _register_http(
-        self,
-        name: str,
-        route: str,
-        handler: Callable[..., Awaitable[Any]],
-        *,
-        client: bool = False,
-        auth_level: func.AuthLevel | None = None,
-    ) -> None:
-        """Register an HTTP function `name` on `route` for `handler(req)` (or `handler(req, client)` with the
-        durable client), in the shape the app serves: every HTTP function of an app must share it.
-        """
-        function = (
-            self._http_functions.client_http_function(handler)
-            if client
-            else self._http_functions.http_function(handler)
-        )
-        function.__name__ = function.__qualname__ = name
-        if client:
+    def _register_http(self, route: HttpRoute) -> None:
+        """Register the HTTP function of `route`, in the shape the app serves: every HTTP function of an app must
+        share it."""
+        shape = self._http_functions
+        function = shape.client_http_function(route.endpoint) if route.client else shape.http_function(route.endpoint)
+        function.__name__ = function.__qualname__ = route.name
+        if route.client:
             function = self.durable_client_input(client_name="client")(function)
-        function = self.route(route=route, methods=_ALL_METHODS, auth_level=auth_level)(function)
-        self.function_name(name)(function)
-
-    def _register_conversation_list(self, route: ConversationListRoute) -> None:
-        self._register_http("api_conversations", "agents/{agent}/conversations", route.conversations, client=True)
-
-    def _register_inspector(self, routes: InspectorRoutes) -> None:
-        self._register_http("api_inspector", "inspector", routes.page)
-        self._register_http("api_inspector_app", "inspector/app", routes.hosted)
-        self._register_http(
-            "api_inspector_conversation", f"inspector/{CONVERSATION_ROUTE}", routes.conversation, client=True
-        )
-        self._register_http("api_inspector_runs", "inspector/workflows/{workflow}/runs", routes.runs, client=True)
+        function = self.route(route=route.path, methods=_ALL_METHODS, auth_level=route.auth_level)(function)
+        self.function_name(route.name)(function)
 
 
 def _poll_wait(

@@ -2,7 +2,8 @@
 
 The pydantic models here are the schema (checked in as `tests/data/conversation_state.schema.json`); the entity
 works on plain JSON-shaped dicts (typed by the `TypedDict`s below) decoded once per operation and validated
-against the models. Every persisted key is a constant here; no other module spells one.
+against the models. Every persisted key is a constant here; nothing above this package spells one: the layers above
+read the conversation through its read model (`view.py`).
 """
 
 from __future__ import annotations

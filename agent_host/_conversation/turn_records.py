@@ -18,6 +18,7 @@ from typing import Any
 from agent_framework import AgentResponse
 
 from .._records import message_text, message_to_record
+from .._turn_ids import TURN_TIME_DIGITS, format_turn_id
 from .approvals import pending_from_response, public_view
 from .state import (
     EXPIRED_TURNS_KEY,
@@ -30,8 +31,6 @@ from .state import (
 
 DEFAULT_MAX_TURN_RECORDS = 100
 DEFAULT_TURN_RECORD_TTL_SECONDS = 24 * 60 * 60
-# A turn id starts with its issue time in milliseconds as 11 hex digits, so ids sort by issue time.
-TURN_TIME_DIGITS = 11
 # A turn requested with an Idempotency-Key ends with this marker and a digest of the key instead of random
 # characters: every retry of the key names the same turn, and no retry needs a record of its own.
 KEYED_MARKER = "k"
@@ -42,21 +41,13 @@ def new_turn_id(now_ms: int, idempotency_key: str | None = None) -> str:
     """A short turn id that sorts by issue time: 11 hex digits of milliseconds, then 8 random hex digits, or for a
     keyed request `k` and a digest of the key."""
     if idempotency_key is None:
-        return f"{now_ms:0{TURN_TIME_DIGITS}x}{secrets.token_hex(4)}"
-    return f"{now_ms:0{TURN_TIME_DIGITS}x}{KEYED_MARKER}{key_digest(idempotency_key)}"
+        return format_turn_id(now_ms, "", secrets.token_hex(4))
+    return format_turn_id(now_ms, KEYED_MARKER, key_digest(idempotency_key))
 
 
 def key_digest(idempotency_key: str) -> str:
     """The digest of an Idempotency-Key that keyed turn ids end with."""
     return hashlib.sha256(idempotency_key.encode("utf-8")).hexdigest()[:KEY_DIGEST_DIGITS]
-
-
-def issued_at(turn_id: str) -> int | None:
-    """When a turn id was issued (ms since the epoch), or None for an id this host did not issue."""
-    try:
-        return int(turn_id[:TURN_TIME_DIGITS], 16)
-    except ValueError:
-        return None
 
 
 def request_hash(payload: dict[str, Any]) -> str:

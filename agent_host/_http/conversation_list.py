@@ -18,7 +18,7 @@ from .._errors import AgentNotFoundError
 from .durable_queries import list_entities
 from .paging import PageQuery
 from .requests import query
-from .responses import json_response, respond
+from .responses import json_response
 
 
 class ConversationListRoute:
@@ -29,9 +29,6 @@ class ConversationListRoute:
 
     async def conversations(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET /api/agents/{agent}/conversations[?top=N&continuationToken=...]`."""
-        return await respond(req, ("GET",), lambda: self._list(req, client))
-
-    async def _list(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         name = req.route_params.get("agent", "")
         agent = self._agents.get(name)
         if agent is None:

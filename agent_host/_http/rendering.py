@@ -1,11 +1,11 @@
-"""Stored records as the API shows them: turns, messages and conversations, in camelCase with readable times.
+"""The conversation as the API shows it: turns, messages and conversations, in camelCase with readable times.
 
-Knows the stored record shapes (`_conversation/state.py`), not how the entity produces or keeps them.
+Renders the conversation's read model (`_conversation/view.py`) and message records (`_records.py`); knows no stored
+key, nor how the entity produces or keeps what it renders.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,23 +21,7 @@ from agent_framework import (
 )
 
 from .._contract import AgentRoute
-from .._conversation.approvals import public_view
-from .._conversation.state import (
-    AGENT_KEY,
-    CAPACITY_ERROR_KEY,
-    CREATED_AT_KEY,
-    IMPORTED_FROM_KEY,
-    MESSAGES_KEY,
-    PENDING_APPROVALS_KEY,
-    RETENTION_KEY,
-    STRUCTURED_KEY,
-    TRUNCATION_KEY,
-    TURN_COUNT_KEY,
-    UPDATED_AT_KEY,
-    StoredState,
-    encode_state,
-)
-from .._conversation.turn_records import answer_messages, turn_text
+from .._conversation.view import ConversationView, TurnView
 from .._records import message_text, record_author, record_to_message
 
 
@@ -84,28 +68,28 @@ def render_message(record: dict[str, Any], agent_name: str | None) -> dict[str, 
     return body
 
 
-def render_turn(conversation_id: str, turn_id: str, record: dict[str, Any], state: StoredState) -> dict[str, Any]:
-    """A turn record of the conversation `state` as the body of a turn response."""
-    body: dict[str, Any] = {"conversationId": conversation_id, "turnId": turn_id, "status": record["status"]}
-    if record["status"] == "completed":
-        messages = answer_messages(state, record)
-        body["text"] = turn_text(messages)
-        body["messages"] = [render_message(message, state.get(AGENT_KEY)) for message in messages]
-        if record.get(STRUCTURED_KEY):
-            body["value"] = json.loads(body["text"])  # the entity checked it against the schema
-        body["usage"] = record.get("usage") or {}
-        body["approvalRequests"] = record.get("approvalRequests", [])
+def render_turn(conversation_id: str, turn: TurnView, agent_name: str | None) -> dict[str, Any]:
+    """A turn receipt of a conversation of the agent `agent_name` as the body of a turn response."""
+    body: dict[str, Any] = {"conversationId": conversation_id, "turnId": turn.turn_id, "status": turn.status}
+    if turn.completed:
+        body["text"] = turn.text
+        body["messages"] = [render_message(message, agent_name) for message in turn.answer]
+        if turn.structured:
+            body["value"] = turn.value
+        body["usage"] = turn.usage
+        body["approvalRequests"] = turn.approval_requests
     else:
-        body["error"] = record["error"]
-    body["completedAt"] = iso_time(record.get("at"))
+        body["error"] = turn.error
+    body["completedAt"] = iso_time(turn.completed_at)
     return body
 
 
-def agent_response(messages: list[dict[str, Any]], state: StoredState, turn_id: str) -> dict[str, Any]:
+def agent_response(turn: TurnView, agent_name: str | None) -> dict[str, Any]:
     """A completed turn's answer as core's `AgentResponse.to_dict()` (the `/run` route's `agent_response`)."""
-    agent = state.get(AGENT_KEY)
     response = AgentResponse(
-        messages=[record_to_message(message, agent) for message in messages], response_id=turn_id, agent_id=agent
+        messages=[record_to_message(message, agent_name) for message in turn.answer],
+        response_id=turn.turn_id,
+        agent_id=agent_name,
     )
     return response.to_dict()
 
@@ -115,23 +99,23 @@ def render_pending(conversation_id: str, turn_id: str) -> dict[str, Any]:
     return {"conversationId": conversation_id, "turnId": turn_id, "status": "pending"}
 
 
-def render_conversation(agent: AgentRoute, conversation_id: str, state: StoredState) -> dict[str, Any]:
+def render_conversation(agent: AgentRoute, conversation_id: str, conversation: ConversationView) -> dict[str, Any]:
     """A conversation's summary: sizes, retention, truncation and pending approvals."""
     body = {
         "conversationId": conversation_id,
         "agent": agent.name,
         "history": agent.history,
-        "messageCount": len(state.get(MESSAGES_KEY, [])),
-        "turnCount": state.get(TURN_COUNT_KEY, 0),
-        "stateBytes": len(encode_state(state).encode("utf-8")),
-        "retention": state.get(RETENTION_KEY, {}),
-        "truncation": state.get(TRUNCATION_KEY, {}),
-        "pendingApprovals": public_view(state.get(PENDING_APPROVALS_KEY, [])),
-        "createdAt": iso_time(state.get(CREATED_AT_KEY)),
-        "updatedAt": iso_time(state.get(UPDATED_AT_KEY)),
+        "messageCount": len(conversation.messages),
+        "turnCount": conversation.turn_count,
+        "stateBytes": conversation.state_bytes,
+        "retention": conversation.retention,
+        "truncation": conversation.truncation,
+        "pendingApprovals": conversation.pending_approvals,
+        "createdAt": iso_time(conversation.created_at),
+        "updatedAt": iso_time(conversation.updated_at),
     }
-    if state.get(CAPACITY_ERROR_KEY):
-        body["capacityError"] = state[CAPACITY_ERROR_KEY]
-    if state.get(IMPORTED_FROM_KEY):
-        body["importedFrom"] = {**state[IMPORTED_FROM_KEY], "at": iso_time(state[IMPORTED_FROM_KEY]["at"])}
+    if conversation.capacity_error:
+        body["capacityError"] = conversation.capacity_error
+    if conversation.imported_from:
+        body["importedFrom"] = {**conversation.imported_from, "at": iso_time(conversation.imported_at)}
     return body

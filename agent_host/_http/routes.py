@@ -1,6 +1,7 @@
 """Conversation routes: parse, signal the conversation's entity, wait, render. Knows the contract, not the storage.
 
-Handlers raise `AgentHostError`s; `responses.respond` renders them.
+Handlers raise `AgentHostError`s; the app's route table (`route_table.py`) serves each on its path and method, and
+`responses.respond` renders what they raise.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import azure.functions as func
 from .._clock import Clock
 from .._contract import (
     DELETE_OPERATION,
-    RUN_OPERATION,
     SET_RETENTION_OPERATION,
     AgentRoute,
     MessagesQuery,
@@ -26,36 +26,13 @@ from .._contract import (
     validate_conversation_id,
     validate_turn_id,
 )
-from .._conversation.approvals import answered_approvals, check_answers
-from .._conversation.state import (
-    AGENT_KEY,
-    DELETED_KEY,
-    MESSAGES_KEY,
-    PENDING_APPROVALS_KEY,
-    RETENTION_KEY,
-    TURN_COUNT_KEY,
-    TURNS_KEY,
-    StoredState,
-    delete_found_nothing,
-    encode_state,
-    has_applied_delete,
-    is_deleted,
-)
-from .._conversation.turn_records import (
-    KEYED_MARKER,
-    expired_keyed_turn,
-    find_keyed_turn,
-    find_turn,
-    is_expired,
-    issued_at,
-    key_digest,
-    new_turn_id,
-    request_hash,
-)
+from .._conversation.turn_records import KEYED_MARKER, key_digest
+from .._conversation.view import ConversationView, TurnView
+from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentNotFoundError,
     ConversationNotFoundError,
-    IdempotencyConflictError,
     MessageTooLargeError,
     TurnExpiredError,
     TurnNotFoundError,
@@ -63,13 +40,12 @@ from .._errors import (
     status_for_code,
 )
 from .._expiry.recent import RECENT_WATCHES
-from .._expiry.starter import TurnExpiry, may_hold_queued_turns
+from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
+from .._turn_ids import issued_at
 from .._turn_options import contents_bytes
-from .durable_client import ConversationClient
 from .event_stream import EventStreamResponse, RouteResponse
-from .published_import import history_to_import
 from .rendering import render_conversation, render_message, render_pending, render_turn
 from .requests import (
     TEXT_MEDIA_TYPE,
@@ -83,7 +59,7 @@ from .requests import (
     media_type,
     query,
 )
-from .responses import json_response, respond
+from .responses import json_response
 from .run_route import run_compat
 from .turn_stream import TurnStreamReader
 
@@ -109,9 +85,6 @@ class HealthRoute:
 
     async def health(self, req: func.HttpRequest) -> func.HttpResponse:
         """`GET /api/health`."""
-        return await respond(req, ("GET",), self._health)
-
-    async def _health(self) -> func.HttpResponse:
         agents = [
             {
                 "name": route.name,
@@ -147,50 +120,17 @@ class Routes:
         self._stream_store = stream_store
         self._run_wait = settings.default_wait_seconds if run_wait is None else run_wait
 
-    # -- routes ---------------------------------------------------------------------------------
-
-    async def turns(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
-        """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
-        return await respond(req, ("POST",), lambda: self._post_turn(req, client))
-
-    async def turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
-        """`GET .../turns/{turnId}`: a turn's result, or that it is still pending."""
-        return await respond(req, ("GET",), lambda: self._get_turn(req, client))
-
-    async def turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
-        """`GET .../turns/{turnId}/stream`: a turn's events, from the start or after `Last-Event-ID`."""
-        return await respond(req, ("GET",), lambda: self._get_turn_stream(req, client))
-
-    async def conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`GET` or `DELETE .../conversations/{conversationId}`."""
-        if req.method.upper() == "DELETE":
-            return await respond(req, ("GET", "DELETE"), lambda: self._delete_conversation(req, client))
-        return await respond(req, ("GET", "DELETE"), lambda: self._get_conversation(req, client))
-
-    async def messages(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`GET .../conversations/{conversationId}/messages`: the transcript in conversation order."""
-        return await respond(req, ("GET",), lambda: self._get_messages(req, client))
-
-    async def retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`PUT .../conversations/{conversationId}/retention`: change the conversation's retention."""
-        return await respond(req, ("PUT",), lambda: self._put_retention(req, client))
+    # -- handlers (the route table, `_app.py`, serves each on its path and method) -----------------
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
-        return await respond(
-            req,
-            ("POST",),
-            lambda: run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait),
-        )
+        return await run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait)
 
-    # -- handlers -------------------------------------------------------------------------------
-
-    async def _post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+    async def post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+        """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
         agent, conversation_id = self._target(req)
         request = self._parse_turn(req)
-        key = idempotency_key(req)
         events = accepts_event_stream(req)
-        conversations = ConversationClient(client, agent.entity_name)
         turns_url = req.url.split("?", 1)[0].rstrip("/")
         payload: dict[str, Any] = {"message": request.message}
         if request.contents is not None:
@@ -202,104 +142,51 @@ class Routes:
             payload["responseFormat"] = request.response_format
         if request.options is not None:
             payload["options"] = request.options
-        digest = request_hash(payload) if key is not None else None
-        state = await conversations.read(conversation_id) if key is not None or request.approvals else None
-        live = state if state is not None and not is_deleted(state) else None
-        if key is not None:
-            earlier = find_keyed_turn(live, key) if live is not None else None
-            if live is not None and earlier is not None:
-                # A client retry: the same turn and answer, without running the model (or checking its approvals,
-                # which that turn answered) again.
-                earlier_id, earlier_record = earlier
-                answer = self._answer_keyed(conversation_id, live, earlier_id, earlier_record, digest, key, turns_url)
-                if events:
-                    return self._turn_events(client, agent, conversation_id, earlier_id, turns_url)
-                return answer
-            expired = expired_keyed_turn(live, key) if live is not None else None
-            if expired is not None:
-                raise TurnExpiredError(conversation_id, expired)
-            payload.update(idempotencyKey=key, requestHash=digest)
-        if request.approvals:
-            # The entity checks too; checking here answers a wrong id with 400 instead of a failed turn.
-            pending = (live or {}).get(PENDING_APPROVALS_KEY, [])
-            answered = answered_approvals((live or {}).get(MESSAGES_KEY, []))
-            check_answers({item["id"]: item for item in pending}, payload["approvals"], answered)
-        turn_id = new_turn_id(self._clock.now_ms(), key)
-        operation = {"turnId": turn_id, **payload}
-        imported = await history_to_import(client, agent, conversation_id, self._clock.now_ms())
-        if imported is not None:
-            operation["imported"] = imported
-        if events or request.stream:
-            operation["stream"] = True
-        await conversations.signal(conversation_id, RUN_OPERATION, operation)
-        expiry = TurnExpiry(client, agent, conversation_id, self._clock)
-        if events:
-            await expiry.finish()
-            return self._turn_events(client, agent, conversation_id, turn_id, turns_url)
-        settled = None
-        if request.wait:
-            timeout = request.timeout_seconds or self._settings.default_wait_seconds
-            settled = await conversations.wait_for_turn(conversation_id, turn_id, float(timeout))
-        await expiry.finish((settled or {}).get(TURN_COUNT_KEY))
-        if settled is None:
-            pending_body = render_pending(conversation_id, turn_id)
-            return json_response(202, pending_body, headers={"Location": f"{turns_url}/{turn_id}"})
-        return self._settled_turn(agent, conversation_id, settled, turn_id, turns_url, digest=digest, key=key)
+        wait = None
+        if request.wait and not events:
+            wait = float(request.timeout_seconds or self._settings.default_wait_seconds)
+        ask = TurnAsk(
+            conversation_id,
+            payload,
+            idempotency_key=idempotency_key(req),
+            stream=events or request.stream,
+            wait_seconds=wait,
+        )
+        outcome = await take_turn(DurableConversationClient(client, agent), ask, self._clock)
+        match outcome:
+            case Answered(turn, conversation) | Failed(turn, conversation):
+                if events:  # only a retry of a key settles before it is streamed: it streams the key's turn
+                    return self._turn_events(client, agent, conversation_id, turn.turn_id, turns_url)
+                return _turn_response(conversation_id, conversation, turn, f"{turns_url}/{turn.turn_id}")
+            case Accepted(turn_id) if events:
+                return self._turn_events(client, agent, conversation_id, turn_id, turns_url)
+            case Accepted(turn_id) | Pending(turn_id):
+                pending_body = render_pending(conversation_id, turn_id)
+                return json_response(202, pending_body, headers={"Location": f"{turns_url}/{turn_id}"})
+            case Gone(_, error):
+                raise error
 
-    def _answer_keyed(
-        self,
-        conversation_id: str,
-        state: StoredState,
-        turn_id: str,
-        record: dict[str, Any],
-        digest: str | None,
-        key: str,
-        turns_url: str,
-    ) -> func.HttpResponse:
-        if record.get("requestHash") != digest:
-            raise IdempotencyConflictError(key, turn_id)
-        return _turn_response(conversation_id, state, turn_id, record, f"{turns_url}/{turn_id}")
-
-    def _settled_turn(
-        self,
-        agent: AgentRoute,
-        conversation_id: str,
-        state: StoredState,
-        turn_id: str,
-        turns_url: str,
-        *,
-        digest: str | None,
-        key: str | None,
-    ) -> func.HttpResponse:
-        """The answer to a waited turn request, from the state that settled it."""
-        if is_deleted(state):
-            raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
-        reported_id, record = find_turn(state, turn_id)
-        if record is None:
-            raise TurnExpiredError(conversation_id, turn_id)
-        if key is not None:
-            return self._answer_keyed(conversation_id, state, reported_id, record, digest, key, turns_url)
-        return _turn_response(conversation_id, state, reported_id, record, f"{turns_url}/{reported_id}")
-
-    async def _get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def get_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET .../turns/{turnId}`: a turn's result, or that it is still pending."""
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
-        stored = await ConversationClient(client, agent.entity_name).read(conversation_id)
+        stored = await DurableConversationClient(client, agent).read(conversation_id)
         await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
-        state = stored or {}
+        state = stored or ConversationView.empty()
         location = req.url.split("?", 1)[0]
-        if is_deleted(state) and turn_id in state[DELETED_KEY]["turns"]:
+        if state.deleted_with(turn_id):
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
-        reported_id, record = find_turn(state, turn_id)
-        if record is not None:
-            return _turn_response(conversation_id, state, reported_id, record, location, failure_as_error=False)
-        if is_expired(state, turn_id):
+        turn = state.turn(turn_id)
+        if turn is not None:
+            return _turn_response(conversation_id, state, turn, location, failure_as_error=False)
+        if state.is_expired(turn_id):
             raise TurnExpiredError(conversation_id, turn_id)
         if self._may_be_pending(turn_id, state):
             return json_response(202, render_pending(conversation_id, turn_id), headers={"Location": location})
         raise TurnNotFoundError(conversation_id, turn_id)
 
-    async def _get_turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+    async def get_turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+        """`GET .../turns/{turnId}/stream`: a turn's events, from the start or after `Last-Event-ID`."""
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
         after = last_event_id(req)
@@ -327,7 +214,7 @@ class Routes:
         self, client: df.DurableOrchestrationClient, agent: AgentRoute, conversation_id: str, turn_id: str
     ) -> TurnStreamReader:
         return TurnStreamReader(
-            conversations=ConversationClient(client, agent.entity_name),
+            conversations=DurableConversationClient(client, agent),
             store=self._stream_store(),
             entity_name=agent.entity_name,
             agent_name=agent.name,
@@ -343,7 +230,7 @@ class Routes:
         client: df.DurableOrchestrationClient,
         agent: AgentRoute,
         conversation_id: str,
-        state: StoredState | None,
+        state: ConversationView | None,
         turn_id: str,
     ) -> None:
         """Refuse a turn id of a conversation that has nothing stored and no turn on its way, at once: without this
@@ -356,7 +243,7 @@ class Routes:
         if state is None and not await may_hold_queued_turns(client, agent.entity_name, conversation_id, ttl):
             raise TurnNotFoundError(conversation_id, turn_id)
 
-    def _may_be_pending(self, turn_id: str, state: StoredState) -> bool:
+    def _may_be_pending(self, turn_id: str, state: ConversationView) -> bool:
         """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
 
         Operations on one entity run in order, so a finished later turn means this one never arrived; "clearly"
@@ -368,31 +255,31 @@ class Routes:
         window_ms = (self._settings.max_wait_seconds + self._settings.run_timeout_seconds) * 1000 * 2
         if self._clock.now_ms() - issued > window_ms:
             return False
-        return not any((issued_at(known) or 0) > issued + CLOCK_SKEW_TOLERANCE_MS for known in state.get(TURNS_KEY, {}))
+        return not any((issued_at(known) or 0) > issued + CLOCK_SKEW_TOLERANCE_MS for known in state.turn_ids)
 
-    async def _get_conversation(
-        self, req: func.HttpRequest, client: df.DurableOrchestrationClient
-    ) -> func.HttpResponse:
+    async def get_conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET .../conversations/{conversationId}`: the conversation's summary."""
         agent, conversation_id = self._target(req)
         state = await self._existing(agent, conversation_id, client)
         return json_response(200, render_conversation(agent, conversation_id, state))
 
-    async def _delete_conversation(
+    async def delete_conversation(
         self, req: func.HttpRequest, client: df.DurableOrchestrationClient
     ) -> func.HttpResponse:
+        """`DELETE .../conversations/{conversationId}`: delete the conversation."""
         agent, conversation_id = self._target(req)
         key = idempotency_key(req)
         # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
         change_id = f"{KEYED_MARKER}{key_digest(key)}" if key is not None else secrets.token_hex(8)
-        conversations = ConversationClient(client, agent.entity_name)
+        conversations = DurableConversationClient(client, agent)
         state = await conversations.read_for_delete(conversation_id)
-        if state is not None and has_applied_delete(state, change_id):
+        if state is not None and state.has_applied_delete(change_id):
             return self._deleted(agent, conversation_id, state, change_id)  # a retry of a delete that already ran
         # Signalled even when nothing is stored yet: a first turn may be queued, and the deletion comes after it,
         # so the conversation does not appear afterwards. With nothing stored the operation stores nothing.
         await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
         RECENT_WATCHES.forget(client, agent.entity_name, conversation_id)  # its next turn starts expiry afresh
-        if state is None or is_deleted(state):
+        if state is None or state.is_deleted:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
         settled = await conversations.wait_for_delete(conversation_id, change_id, DELETE_WAIT_SECONDS)
         if settled is None:
@@ -400,41 +287,43 @@ class Routes:
         return self._deleted(agent, conversation_id, settled, change_id)
 
     def _deleted(
-        self, agent: AgentRoute, conversation_id: str, state: StoredState, change_id: str
+        self, agent: AgentRoute, conversation_id: str, state: ConversationView, change_id: str
     ) -> func.HttpResponse:
         """The answer to a delete that ran, from any state after it: its tombstone, a later delete's, or a
         conversation started since. Only a delete that found nothing (another got there first) answers 404."""
-        if delete_found_nothing(state, change_id):
+        if state.delete_found_nothing(change_id):
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
         return func.HttpResponse(status_code=204)
 
-    async def _get_messages(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def get_messages(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET .../conversations/{conversationId}/messages`: the transcript in conversation order."""
         agent, conversation_id = self._target(req)
         include_excluded = query(req, MessagesQuery).include_excluded
         state = await self._existing(agent, conversation_id, client)
-        messages = [render_message(record, state.get(AGENT_KEY)) for record in state.get(MESSAGES_KEY, [])]
+        messages = [render_message(record, state.agent_name) for record in state.messages]
         if not include_excluded:
             messages = [message for message in messages if not message["excluded"]]
         return json_response(200, {"conversationId": conversation_id, "messages": messages})
 
-    async def _put_retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def put_retention(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`PUT .../conversations/{conversationId}/retention`: change the conversation's retention."""
         agent, conversation_id = self._target(req)
         retention = json_body(req, RetentionRequest, self._settings.max_message_bytes, _RETENTION_SHAPE).stored()
-        conversations = ConversationClient(client, agent.entity_name)
+        conversations = DurableConversationClient(client, agent)
         await conversations.read(conversation_id)  # state that cannot be read is refused (422) before any change
         change_id = secrets.token_hex(8)
         await conversations.signal(
             conversation_id, SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention}
         )
         # A retention change is activity, and may create the conversation: its expiry is watched as a turn's is.
-        expiry = TurnExpiry(client, agent, conversation_id, self._clock)
+        expiry = conversations.watch_expiry(conversation_id, self._clock)
         state = await conversations.wait_for_change(conversation_id, change_id, self._settings.default_wait_seconds)
-        await expiry.finish((state or {}).get(TURN_COUNT_KEY))
+        await expiry.finish(state.turn_count if state is not None else None)
         if state is None:
             return json_response(202, {"conversationId": conversation_id, "status": "pending", "retention": retention})
         # A concurrent change may have replaced this one since: the body shows what the conversation has now.
-        body = {"conversationId": conversation_id, "retention": state[RETENTION_KEY], "applied": retention}
-        return json_response(200, {**body, "stateBytes": len(encode_state(state).encode("utf-8"))})
+        body = {"conversationId": conversation_id, "retention": state.retention, "applied": retention}
+        return json_response(200, {**body, "stateBytes": state.state_bytes})
 
     # -- parsing --------------------------------------------------------------------------------
 
@@ -451,9 +340,9 @@ class Routes:
 
     async def _existing(
         self, agent: AgentRoute, conversation_id: str, client: df.DurableOrchestrationClient
-    ) -> StoredState:
-        state = await ConversationClient(client, agent.entity_name).read(conversation_id)
-        if state is None or is_deleted(state):
+    ) -> ConversationView:
+        state = await DurableConversationClient(client, agent).read(conversation_id)
+        if state is None or state.is_deleted:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
         return state
 
@@ -477,16 +366,14 @@ class Routes:
 
 def _turn_response(
     conversation_id: str,
-    state: StoredState,
-    turn_id: str,
-    record: dict[str, Any],
+    state: ConversationView,
+    turn: TurnView,
     location: str,
     *,
     failure_as_error: bool = True,
 ) -> func.HttpResponse:
     """A finished turn of the conversation `state`. A failed turn answers its error's status to the request that
     ran it, but the turn resource itself reads back with 200: the read succeeded, and `status` says it failed."""
-    body = render_turn(conversation_id, turn_id, record, state)
-    failed = record["status"] != "completed"
-    status = status_for_code(record["error"]["code"]) if failed and failure_as_error else 200
+    body = render_turn(conversation_id, turn, state.agent_name)
+    status = status_for_code(turn.error["code"]) if turn.error is not None and failure_as_error else 200
     return json_response(status, body, headers={"Location": location})

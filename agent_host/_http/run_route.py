@@ -19,21 +19,16 @@ import azure.functions as func
 from pydantic.alias_generators import to_camel
 
 from .._clock import Clock
-from .._contract import RUN_OPERATION, AgentRoute, RunRequestBody, parse_model, validate_conversation_id
-from .._conversation.state import DELETED_KEY, MESSAGES_KEY, STRUCTURED_KEY, TURN_COUNT_KEY
-from .._conversation.turn_records import answer_messages, find_turn, new_turn_id, turn_text
+from .._contract import AgentRoute, RunRequestBody, parse_model, validate_conversation_id
+from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
-    ConversationNotFoundError,
     InvalidRequestError,
     MessageTooLargeError,
-    TurnExpiredError,
     status_for_code,
 )
-from .._expiry.starter import TurnExpiry
 from .._settings import HostSettings
 from .._structured_output import response_format_of
-from .durable_client import ConversationClient
-from .published_import import history_to_import
 from .rendering import agent_response
 from .requests import JSON_MEDIA_TYPE, body_text, is_json_type, json_object, media_type
 
@@ -70,9 +65,9 @@ class RunRequest:
     response_format: dict[str, Any] | None = None
     enable_tool_calls: bool = True
 
-    def operation(self, turn_id: str) -> dict[str, Any]:
-        """The entity's `run` operation for this request (only what differs from a plain user turn)."""
-        operation: dict[str, Any] = {"turnId": turn_id, "message": self.message}
+    def asked(self) -> dict[str, Any]:
+        """What the turn asks, as the entity's `run` operation's fields (only what differs from a plain user turn)."""
+        operation: dict[str, Any] = {"message": self.message}
         if self.role != "user":
             operation["role"] = self.role
         if self.response_format is not None:
@@ -217,42 +212,34 @@ async def run_compat(
 ) -> func.HttpResponse:
     """Run one turn for a `/run` request and answer in that host's shape, waiting up to `wait_seconds`."""
     request = parse_run_request(req, settings, agent)
-    conversations = ConversationClient(client, agent.entity_name)
-    turn_id = new_turn_id(clock.now_ms())
-    operation = request.operation(turn_id)
-    imported = await history_to_import(client, agent, request.session_id, clock.now_ms())
-    if imported is not None:
-        operation["imported"] = imported
-    await conversations.signal(request.session_id, RUN_OPERATION, operation)
-    expiry = TurnExpiry(client, agent, request.session_id, clock)
+    ask = TurnAsk(request.session_id, request.asked(), wait_seconds=wait_seconds if request.wait else None)
+    outcome = await take_turn(DurableConversationClient(client, agent), ask, clock)
+    turn_id = outcome.turn.turn_id if isinstance(outcome, Answered | Failed) else outcome.turn_id
     agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
     turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"
     base = {"message": request.message, SESSION_ID_FIELD: request.session_id, "correlation_id": turn_id}
-    if not request.wait:
-        await expiry.finish()
-        return _answer(request, 202, {"response": "Agent request accepted", **base, "status": "accepted"}, turn_url)
-    state = await conversations.wait_for_turn(request.session_id, turn_id, wait_seconds)
-    await expiry.finish((state or {}).get(TURN_COUNT_KEY))
-    if state is None:
-        pending = {"response": "Agent is still processing.", **base, "status": "pending"}
-        return _answer(request, 202, pending, turn_url)
-    _, record = find_turn(state, turn_id)
-    if record is None or record["status"] != "completed":
-        if record is not None:
-            error = record["error"]
-        elif DELETED_KEY in state:
-            error = ConversationNotFoundError(agent.name, request.session_id, deleted=True).to_record()
-        else:
-            error = TurnExpiredError(request.session_id, turn_id).to_record()
-        failed = {"response": None, **base, "status": "failed", "error": error}
-        return _answer(request, status_for_code(error["code"]), failed, turn_url)
-    messages = answer_messages(state, record)
-    answer: dict[str, Any] = {**base, "response": turn_text(messages), "status": "success"}
-    if record.get(STRUCTURED_KEY):
-        answer["value"] = json.loads(answer["response"])
-    answer["message_count"] = len(state.get(MESSAGES_KEY, []))
-    answer["agent_response"] = agent_response(messages, state, turn_id)
-    return _answer(request, 200, answer, turn_url)
+    match outcome:
+        case Accepted():
+            return _answer(request, 202, {"response": "Agent request accepted", **base, "status": "accepted"}, turn_url)
+        case Pending():
+            pending = {"response": "Agent is still processing.", **base, "status": "pending"}
+            return _answer(request, 202, pending, turn_url)
+        case Failed():
+            return _failed(request, base, outcome.error, turn_url)
+        case Gone(_, error):
+            return _failed(request, base, error.to_record(), turn_url)
+        case Answered(turn, conversation):
+            answer: dict[str, Any] = {**base, "response": turn.text, "status": "success"}
+            if turn.structured:
+                answer["value"] = turn.value
+            answer["message_count"] = len(conversation.messages)
+            answer["agent_response"] = agent_response(turn, conversation.agent_name)
+            return _answer(request, 200, answer, turn_url)
+
+
+def _failed(request: RunRequest, base: dict[str, Any], error: dict[str, str], turn_url: str) -> func.HttpResponse:
+    failed = {"response": None, **base, "status": "failed", "error": error}
+    return _answer(request, status_for_code(error["code"]), failed, turn_url)
 
 
 def _answer(request: RunRequest, status: int, payload: dict[str, Any], turn_url: str) -> func.HttpResponse:

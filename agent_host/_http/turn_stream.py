@@ -5,8 +5,8 @@ store for events after the last id it sent and the conversation for the turn's r
 committed nothing more is written for the turn, so the reader sends what is left and ends with `turn.completed`
 (or `turn.failed`), whose data is exactly the body a waited `POST` returns and whose id follows the last stored
 event: every reader sends the same last event under the same id. A finished turn without a stream (a lost store,
-a turn run without streaming) is replayed from its receipt. Knows the channel and the stored shapes (records,
-receipts), not how the entity writes.
+a turn run without streaming) is replayed from its receipt. Knows the channel and the conversation's read model, not
+the stored keys nor how the entity writes.
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from .._conversation.state import AGENT_KEY, DELETED_KEY, StoredState, is_deleted
-from .._conversation.turn_records import answer_messages, find_turn, is_expired
+from .._conversation.view import ConversationView, TurnView
+from .._conversation_client.client import ConversationClient
 from .._errors import AgentHostError, ConversationNotFoundError, TurnExpiredError, TurnNotFoundError
 from .._records import record_to_message
 from .._streaming.channel import TURN_COMPLETED, TURN_FAILED, TURN_STARTED, StreamEvent, TurnStreamStore, stream_key
 from .._streaming.events import EventDraft, answer_events, started_event
 from .._streaming.waiting import wait_for_events
-from .durable_client import ConversationClient
 from .event_stream import KEEP_ALIVE, encode_error, encode_event
 from .rendering import render_turn
 
@@ -43,11 +41,10 @@ READ_PAGE = 1000
 
 @dataclass(frozen=True)
 class _Finished:
-    """A turn's committed receipt, with the id the caller knows it by (a keyed retry reads its original turn)."""
+    """A turn's committed receipt (a keyed retry reads its original turn), and the conversation's agent."""
 
-    turn_id: str
-    record: dict[str, Any]
-    state: StoredState
+    turn: TurnView
+    agent_name: str | None
 
 
 @dataclass
@@ -71,7 +68,7 @@ class TurnStreamReader:
     agent_name: str
     conversation_id: str
     turn_id: str
-    may_be_pending: Callable[[StoredState], bool]
+    may_be_pending: Callable[[ConversationView], bool]
     deadline_seconds: float
     _warned: bool = field(default=False, init=False)
 
@@ -122,7 +119,7 @@ class TurnStreamReader:
                 yield None
                 last_sent = now
 
-    def settled(self, state: StoredState | None) -> _Finished | None:
+    def settled(self, state: ConversationView | None) -> _Finished | None:
         """The turn's receipt once it is committed; None while it may still be queued or running.
 
         Raises:
@@ -130,13 +127,13 @@ class TurnStreamReader:
             TurnExpiredError: the turn ran, but its receipt is no longer kept.
             TurnNotFoundError: the conversation never ran, and will not run, this turn.
         """
-        state = state or {}
-        if is_deleted(state) and self.turn_id in state[DELETED_KEY]["turns"]:
+        state = state or ConversationView.empty()
+        if state.deleted_with(self.turn_id):
             raise ConversationNotFoundError(self.agent_name, self.conversation_id, deleted=True)
-        reported_id, record = find_turn(state, self.turn_id)
-        if record is not None:
-            return _Finished(reported_id, record, state)
-        if is_expired(state, self.turn_id):
+        turn = state.turn(self.turn_id)
+        if turn is not None:
+            return _Finished(turn, state.agent_name)
+        if state.is_expired(self.turn_id):
             raise TurnExpiredError(self.conversation_id, self.turn_id)
         if self.may_be_pending(state):
             return None
@@ -145,15 +142,15 @@ class TurnStreamReader:
     async def _finish(self, finished: _Finished, stream: str, cursor: int, after: int) -> AsyncIterator[StreamEvent]:
         """What is left once the receipt is committed: the rest of the stream (or the receipt replayed), then the
         last event, each only if its id is after `after`."""
-        if finished.turn_id != self.turn_id and cursor == 0:
+        if finished.turn.turn_id != self.turn_id and cursor == 0:
             # A retry of an Idempotency-Key reads the stream of the turn that ran for the key.
-            stream = stream_key(self.entity_name, self.conversation_id, finished.turn_id)
+            stream = stream_key(self.entity_name, self.conversation_id, finished.turn.turn_id)
         rest = await self._read_all(stream, cursor)
         # From the store, never from the caller's Last-Event-ID: every reader numbers the last event alike.
         last_id = rest[-1].id if rest else await self._last_id(stream)
         if last_id == 0:
             # No stream at all: a turn run without streaming, or a store that lost it.
-            replayed = replay(finished.turn_id, finished.record, finished.state)
+            replayed = replay(finished.turn, finished.agent_name)
             rest, last_id = replayed, len(replayed)
         for event in current_attempt(rest):
             if event.id > after:
@@ -219,17 +216,17 @@ def current_attempt(events: Sequence[StreamEvent]) -> list[StreamEvent]:
     return list(events[starts[-1] :]) if starts else list(events)
 
 
-def replay(turn_id: str, record: dict[str, Any], state: StoredState) -> list[StreamEvent]:
+def replay(turn: TurnView, agent_name: str | None) -> list[StreamEvent]:
     """A finished turn's events drawn from its receipt: started, the answer's messages, tool calls and approvals."""
-    drafts: list[EventDraft] = [started_event(turn_id, 1)]
-    if record["status"] == "completed":
-        messages = [record_to_message(message, state.get(AGENT_KEY)) for message in answer_messages(state, record)]
-        drafts.extend(answer_events(messages, record.get("approvalRequests", [])))
+    drafts: list[EventDraft] = [started_event(turn.turn_id, 1)]
+    if turn.completed:
+        messages = [record_to_message(message, agent_name) for message in turn.answer]
+        drafts.extend(answer_events(messages, turn.approval_requests))
     return [StreamEvent(number, event, data) for number, (event, data) in enumerate(drafts, start=1)]
 
 
 def final_event(event_id: int, conversation_id: str, finished: _Finished) -> StreamEvent:
     """The last event of a turn: the body a waited `POST` of it returns."""
-    body = render_turn(conversation_id, finished.turn_id, finished.record, finished.state)
-    name = TURN_COMPLETED if finished.record["status"] == "completed" else TURN_FAILED
+    body = render_turn(conversation_id, finished.turn, finished.agent_name)
+    name = TURN_COMPLETED if finished.turn.completed else TURN_FAILED
     return StreamEvent(event_id, name, body)

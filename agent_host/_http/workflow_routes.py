@@ -28,7 +28,7 @@ from .requests import (
     media_type,
     query,
 )
-from .responses import json_response, respond
+from .responses import json_response
 from .workflow_runs import (
     RunView,
     WorkflowRuns,
@@ -53,138 +53,114 @@ class WorkflowRoutes:
 
     async def runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/workflows/{workflow}/runs`: start a run; wait for it when asked."""
-
-        async def handle() -> func.HttpResponse:
-            route = self._route(req)
-            body = json_body(req, RunStartBody, self._settings.max_message_bytes, RunStartBody.shape)
-            runs = WorkflowRuns(client)
-            run_id = await runs.start(route, body.input, idempotency_key(req))
-            view = await runs.view(route, run_id)
-            if body.wait:
-                view = await runs.wait(route, view, body.timeout_seconds)
-            return self._answer(req, route, view)
-
-        return await respond(req, ("POST",), handle)
+        route = self._route(req)
+        body = json_body(req, RunStartBody, self._settings.max_message_bytes, RunStartBody.shape)
+        runs = WorkflowRuns(client)
+        run_id = await runs.start(route, body.input, idempotency_key(req))
+        view = await runs.view(route, run_id)
+        if body.wait:
+            view = await runs.wait(route, view, body.timeout_seconds)
+        return self._answer(req, route, view)
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET /api/workflows/{workflow}/runs/{runId}[?timeoutSeconds=N]`: the run's status, outputs and pending
         requests; with `timeoutSeconds`, once the run stops running (or the time is up)."""
-
-        async def handle() -> func.HttpResponse:
-            route = self._route(req)
-            run_id = validate_run_id(req.route_params.get("runId", ""))
-            wait = query(req, RunReadQuery)
-            runs = WorkflowRuns(client)
-            view = await runs.view(route, run_id)
-            if wait.timeout_seconds:
-                view = await runs.wait(route, view, wait.timeout_seconds)
-            return json_response(200, view.body())
-
-        return await respond(req, ("GET",), handle)
+        route = self._route(req)
+        run_id = validate_run_id(req.route_params.get("runId", ""))
+        wait = query(req, RunReadQuery)
+        runs = WorkflowRuns(client)
+        view = await runs.view(route, run_id)
+        if wait.timeout_seconds:
+            view = await runs.wait(route, view, wait.timeout_seconds)
+        return json_response(200, view.body())
 
     async def response(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST .../runs/{runId}/responses/{requestId}`: answer a pending request (202), once."""
-
-        async def handle() -> func.HttpResponse:
-            route = self._route(req)
-            run_id = validate_run_id(req.route_params.get("runId", ""))
-            request_id = req.route_params.get("requestId", "")
-            body = json_body(req, ResponseBody, self._settings.max_message_bytes, ResponseBody.shape)
-            await WorkflowRuns(client).answer(route, run_id, request_id, body.response)
-            return json_response(202, {"runId": run_id, "requestId": request_id, "status": "accepted"})
-
-        return await respond(req, ("POST",), handle)
+        route = self._route(req)
+        run_id = validate_run_id(req.route_params.get("runId", ""))
+        request_id = req.route_params.get("requestId", "")
+        body = json_body(req, ResponseBody, self._settings.max_message_bytes, ResponseBody.shape)
+        await WorkflowRuns(client).answer(route, run_id, request_id, body.response)
+        return json_response(202, {"runId": run_id, "requestId": request_id, "status": "accepted"})
 
     # The published host's routes
 
     async def compat_run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/workflow/{workflow}/run`: the published host's start, with `waitForResponse`."""
-
-        async def handle() -> func.HttpResponse:
-            route = self._route(req)
-            value = _compat_input(req, self._settings.max_message_bytes)
-            runs = WorkflowRuns(client)
-            requested = req.params.get("runId")
-            run_id = await runs.start(
-                route,
-                value,
-                None,
-                run_id=validate_run_id(requested, name="'runId'") if requested else None,
-                published=True,
-            )
-            if _flag(req, "waitForResponse", "x-ms-wait-for-response"):
-                seconds = _compat_timeout(req)
-                view = await runs.wait(route, await runs.view(route, run_id), seconds)
-                if view.status in ("completed", "failed"):
-                    body: dict[str, Any] = {
-                        "instanceId": run_id,
-                        "runtimeStatus": view.runtime.runtime_status.name,
-                        "output": _published_output(route, view),
-                    }
-                    if view.status == "failed":
-                        body["error"] = view.error["message"] if view.error else None
-                    return json_response(200, body)
-            base = _base_url(req)
-            return json_response(
-                202,
-                {
+        route = self._route(req)
+        value = _compat_input(req, self._settings.max_message_bytes)
+        runs = WorkflowRuns(client)
+        requested = req.params.get("runId")
+        run_id = await runs.start(
+            route,
+            value,
+            None,
+            run_id=validate_run_id(requested, name="'runId'") if requested else None,
+            published=True,
+        )
+        if _flag(req, "waitForResponse", "x-ms-wait-for-response"):
+            seconds = _compat_timeout(req)
+            view = await runs.wait(route, await runs.view(route, run_id), seconds)
+            if view.status in ("completed", "failed"):
+                body: dict[str, Any] = {
                     "instanceId": run_id,
-                    "statusQueryGetUri": f"{base}/workflow/{route.name}/status/{run_id}",
-                    "respondUri": f"{base}/workflow/{route.name}/respond/{run_id}/{{requestId}}",
-                    "message": "Workflow started",
-                },
-            )
-
-        return await respond(req, ("POST",), handle)
+                    "runtimeStatus": view.runtime.runtime_status.name,
+                    "output": _published_output(route, view),
+                }
+                if view.status == "failed":
+                    body["error"] = view.error["message"] if view.error else None
+                return json_response(200, body)
+        base = _base_url(req)
+        return json_response(
+            202,
+            {
+                "instanceId": run_id,
+                "statusQueryGetUri": f"{base}/workflow/{route.name}/status/{run_id}",
+                "respondUri": f"{base}/workflow/{route.name}/respond/{run_id}/{{requestId}}",
+                "message": "Workflow started",
+            },
+        )
 
     async def compat_status(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET /api/workflow/{workflow}/status/{instanceId}`: the published host's status shape."""
-
-        async def handle() -> func.HttpResponse:
-            route = self._route(req)
-            run_id = _published_path_run_id(req, route)
-            view = await WorkflowRuns(client).view(route, run_id)
-            runtime = view.runtime
-            body: dict[str, Any] = {
-                "instanceId": run_id,
-                "runtimeStatus": runtime.runtime_status.name,
-                "customStatus": runtime.custom_status,
-                "output": _published_output(route, view),
-                "error": view.error["message"] if view.error else None,
-                "createdTime": runtime.created_time.isoformat() if runtime.created_time else None,
-                "lastUpdatedTime": runtime.last_updated_time.isoformat() if runtime.last_updated_time else None,
-            }
-            if view.pending:
-                base = _base_url(req)
-                body["pendingHumanInputRequests"] = [
-                    {
-                        "requestId": item["requestId"],
-                        "sourceExecutor": item["executorId"],
-                        "requestData": item["data"],
-                        "requestType": item.get("requestType"),
-                        "responseType": item.get("responseType"),
-                        "respondUrl": f"{base}/workflow/{route.name}/respond/{run_id}/{item['requestId']}",
-                    }
-                    for item in view.pending
-                ]
-            return json_response(200, body)
-
-        return await respond(req, ("GET",), handle)
+        route = self._route(req)
+        run_id = _published_path_run_id(req, route)
+        view = await WorkflowRuns(client).view(route, run_id)
+        runtime = view.runtime
+        body: dict[str, Any] = {
+            "instanceId": run_id,
+            "runtimeStatus": runtime.runtime_status.name,
+            "customStatus": runtime.custom_status,
+            "output": _published_output(route, view),
+            "error": view.error["message"] if view.error else None,
+            "createdTime": runtime.created_time.isoformat() if runtime.created_time else None,
+            "lastUpdatedTime": runtime.last_updated_time.isoformat() if runtime.last_updated_time else None,
+        }
+        if view.pending:
+            base = _base_url(req)
+            body["pendingHumanInputRequests"] = [
+                {
+                    "requestId": item["requestId"],
+                    "sourceExecutor": item["executorId"],
+                    "requestData": item["data"],
+                    "requestType": item.get("requestType"),
+                    "responseType": item.get("responseType"),
+                    "respondUrl": f"{base}/workflow/{route.name}/respond/{run_id}/{item['requestId']}",
+                }
+                for item in view.pending
+            ]
+        return json_response(200, body)
 
     async def compat_respond(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/workflow/{workflow}/respond/{instanceId}/{requestId}`: the body is the response itself."""
-
-        async def handle() -> func.HttpResponse:
-            route = self._route(req)
-            run_id = _published_path_run_id(req, route)
-            request_id = req.route_params.get("requestId", "")
-            value = _json_value(req, self._settings.max_message_bytes)
-            await WorkflowRuns(client).answer(route, run_id, request_id, value)
-            return json_response(
-                200, {"message": "Response delivered successfully", "instanceId": run_id, "requestId": request_id}
-            )
-
-        return await respond(req, ("POST",), handle)
+        route = self._route(req)
+        run_id = _published_path_run_id(req, route)
+        request_id = req.route_params.get("requestId", "")
+        value = _json_value(req, self._settings.max_message_bytes)
+        await WorkflowRuns(client).answer(route, run_id, request_id, value)
+        return json_response(
+            200, {"message": "Response delivered successfully", "instanceId": run_id, "requestId": request_id}
+        )
 
     # Shared steps
 

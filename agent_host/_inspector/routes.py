@@ -1,7 +1,8 @@
 """The inspector's routes: its page, what the app hosts, one conversation as a whole, and a workflow's runs.
 
 Registered only when the inspector is on; everything else the page shows comes from the app's ordinary routes.
-Handlers raise `AgentHostError`s and `respond` renders them, as on every route.
+Handlers raise `AgentHostError`s; the app's route table serves each on its path and method and renders what they
+raise, as on every route.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from .._contract import AgentRoute, validate_conversation_id
-from .._conversation.state import is_deleted
+from .._conversation_client.durable_client import DurableConversationClient
 from .._errors import AgentNotFoundError, ConversationNotFoundError, WorkflowNotFoundError
-from .._http.durable_client import ConversationClient
 from .._http.durable_queries import list_instances
 from .._http.paging import PageQuery
 from .._http.requests import query
-from .._http.responses import json_response, respond
+from .._http.responses import json_response
 from .._workflows.contract import STATUS_KEY, WAITING_FOR_INPUT, WorkflowRoute
 from .page import inspector_page
 from .views import render_deleted, render_inspection
@@ -39,47 +39,33 @@ class InspectorRoutes:
 
     async def page(self, req: func.HttpRequest) -> func.HttpResponse:
         """`GET /api/inspector`: the page."""
-
-        async def handle() -> func.HttpResponse:
-            page = inspector_page()
-            return func.HttpResponse(
-                page.html, status_code=200, mimetype="text/html", charset="utf-8", headers=page.headers
-            )
-
-        return await respond(req, ("GET",), handle)
+        page = inspector_page()
+        return func.HttpResponse(
+            page.html, status_code=200, mimetype="text/html", charset="utf-8", headers=page.headers
+        )
 
     async def hosted(self, req: func.HttpRequest) -> func.HttpResponse:
         """`GET /api/inspector/app`: the agents and workflows the app hosts."""
-
-        async def handle() -> func.HttpResponse:
-            agents = [{"name": route.name, "history": route.history} for route in self._agents.values()]
-            workflows = [{"name": name} for name in self._workflows]
-            return json_response(200, {"agents": agents, "workflows": workflows})
-
-        return await respond(req, ("GET",), handle)
+        agents = [{"name": route.name, "history": route.history} for route in self._agents.values()]
+        workflows = [{"name": name} for name in self._workflows]
+        return json_response(200, {"agents": agents, "workflows": workflows})
 
     async def conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET /api/inspector/agents/{agent}/conversations/{conversationId}`: the conversation from one read."""
-        return await respond(req, ("GET",), lambda: self._conversation(req, client))
-
-    async def runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-        """`GET /api/inspector/workflows/{workflow}/runs[?top=N&continuationToken=...]`: a workflow's runs."""
-        return await respond(req, ("GET",), lambda: self._runs(req, client))
-
-    async def _conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         name = req.route_params.get("agent", "")
         agent = self._agents.get(name)
         if agent is None:
             raise AgentNotFoundError(name[:80], sorted(self._agents))
         conversation_id = validate_conversation_id(req.route_params.get("conversationId", ""), agent)
-        state = await ConversationClient(client, agent.entity_name).read(conversation_id)
+        state = await DurableConversationClient(client, agent).read(conversation_id)
         if state is None:
             raise ConversationNotFoundError(agent.name, conversation_id)
-        if is_deleted(state):  # the tombstone is what the host holds: show it, rather than "not found"
-            return json_response(200, render_deleted(conversation_id, state))
+        if state.deleted is not None:  # the tombstone is what the host holds: show it, rather than "not found"
+            return json_response(200, render_deleted(conversation_id, state.deleted))
         return json_response(200, render_inspection(agent, conversation_id, state))
 
-    async def _runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    async def runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`GET /api/inspector/workflows/{workflow}/runs[?top=N&continuationToken=...]`: a workflow's runs."""
         name = req.route_params.get("workflow", "")
         workflow = self._workflows.get(name)
         if workflow is None:

@@ -1,115 +1,89 @@
 """What the inspector shows of one conversation, from one read of its state: the summary, the whole transcript with
 compaction's annotations, the turn receipts, and where the stored bytes go.
 
-Knows the stored record shapes (`_conversation/state.py`), not how the entity keeps them; sizes are measured as the
-entity measures its state (`encode_state`), so they add up to `stateBytes`.
+Renders the conversation's read model (`_conversation/view.py`), which measures sizes as the entity measures its
+state, so they add up to `stateBytes`; knows no stored key, nor how the entity keeps what it shows.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 from .._contract import AgentRoute
-from .._conversation.state import (
-    AGENT_KEY,
-    DELETED_KEY,
-    EXPIRED_TURNS_KEY,
-    FAILED_INPUT_KEY,
-    MESSAGES_KEY,
-    PENDING_APPROVALS_KEY,
-    RETENTION_KEY,
-    SESSION_KEY,
-    STATE_BYTES_KEY,
-    TURNS_KEY,
-    UPDATED_AT_KEY,
-    StoredState,
-    encode_state,
-)
+from .._conversation.view import ConversationView, DeletedView
 from .._http.rendering import iso_time, render_conversation, render_message
 
 
-def render_inspection(agent: AgentRoute, conversation_id: str, state: StoredState) -> dict[str, Any]:
+def render_inspection(agent: AgentRoute, conversation_id: str, state: ConversationView) -> dict[str, Any]:
     """The conversation as the inspector shows it (excluded messages included)."""
     return {
         "conversation": render_conversation(agent, conversation_id, state),
-        "messages": [render_message(record, state.get(AGENT_KEY)) for record in state.get(MESSAGES_KEY, [])],
+        "messages": [render_message(record, state.agent_name) for record in state.messages],
         "turns": render_turn_records(state),
-        "expiredTurns": list(state.get(EXPIRED_TURNS_KEY, [])),
+        "expiredTurns": list(state.expired_turn_ids),
         "bytes": state_sections(state),
-        "budget": budget_lines(state.get(RETENTION_KEY, {})),
+        "budget": budget_lines(state),
         "sizes": size_series(state),
     }
 
 
-def render_deleted(conversation_id: str, state: StoredState) -> dict[str, Any]:
+def render_deleted(conversation_id: str, tombstone: DeletedView) -> dict[str, Any]:
     """A deleted conversation as the inspector shows it: when it was deleted and how many turns went with it."""
-    tombstone = state[DELETED_KEY]
     return {
         "conversationId": conversation_id,
-        "deleted": {"deletedAt": iso_time(tombstone.get("at")), "removedTurns": len(tombstone.get("turns", []))},
+        "deleted": {"deletedAt": iso_time(tombstone.deleted_at), "removedTurns": len(tombstone.turn_ids)},
     }
 
 
-def size_series(state: StoredState) -> list[dict[str, Any]]:
+def size_series(state: ConversationView) -> list[dict[str, Any]]:
     """The stored size when each kept turn began (its receipt keeps it), oldest first, then the size now."""
-    turns: dict[str, dict[str, Any]] = state.get(TURNS_KEY, {})
-    ordered = sorted(turns.items(), key=lambda item: (item[1].get("at", 0), item[0]))
     series = [
-        {"turnId": turn_id, "at": iso_time(record.get("at")), "stateBytes": record[STATE_BYTES_KEY]}
-        for turn_id, record in ordered
-        if STATE_BYTES_KEY in record
+        {"turnId": turn.turn_id, "at": iso_time(turn.completed_at), "stateBytes": turn.state_bytes_at_start}
+        for turn in state.receipts()
+        if turn.state_bytes_at_start is not None
     ]
-    return [*series, {"turnId": None, "at": iso_time(state.get(UPDATED_AT_KEY)), "stateBytes": _size(state)}]
+    return [*series, {"turnId": None, "at": iso_time(state.updated_at), "stateBytes": state.state_bytes}]
 
 
-def render_turn_records(state: StoredState) -> list[dict[str, Any]]:
+def render_turn_records(state: ConversationView) -> list[dict[str, Any]]:
     """Every turn receipt the conversation keeps, oldest first, with what it holds and what it costs."""
-    turns: dict[str, dict[str, Any]] = state.get(TURNS_KEY, {})
     rendered = []
-    for turn_id, record in sorted(turns.items(), key=lambda item: (item[1].get("at", 0), item[0])):
-        answer = record.get("messages", [])
+    for turn in state.receipts():
         body: dict[str, Any] = {
-            "turnId": turn_id,
-            "status": record["status"],
-            "completedAt": iso_time(record.get("at")),
-            # A string names the transcript message holding the answer; a dict is a copy kept since compaction
+            "turnId": turn.turn_id,
+            "status": turn.status,
+            "completedAt": iso_time(turn.completed_at),
+            # An id the receipt names is a transcript message holding the answer; a copy is kept since compaction
             # changed that message.
-            "answerMessageIds": [item if isinstance(item, str) else item.get("id") for item in answer],
-            "answerCopies": sum(1 for item in answer if isinstance(item, dict)),
-            "keyed": "idempotencyKey" in record,
-            "bytes": _size(record),
+            "answerMessageIds": list(turn.answer_message_ids),
+            "answerCopies": turn.answer_copies,
+            "keyed": turn.keyed,
+            "bytes": turn.stored_bytes,
         }
-        for field in ("usage", "approvalRequests", "error", FAILED_INPUT_KEY):
-            if record.get(field):
-                body[field] = record[field]
+        for field, value in (
+            ("usage", turn.usage),
+            ("approvalRequests", turn.approval_requests),
+            ("error", turn.error),
+            ("input", turn.failed_input),
+        ):
+            if value:
+                body[field] = value
         rendered.append(body)
     return rendered
 
 
-def state_sections(state: StoredState) -> dict[str, int]:
+def state_sections(state: ConversationView) -> dict[str, int]:
     """The stored size in UTF-8 bytes, whole and by section; `other` is the rest (ids, times, settings, syntax)."""
-    total = len(encode_state(state).encode("utf-8"))
-    sections = {
-        "messages": _size(state.get(MESSAGES_KEY, [])),
-        "turnRecords": _size(state.get(TURNS_KEY, {})) + _size(state.get(EXPIRED_TURNS_KEY, [])),
-        "session": _size(state[SESSION_KEY]) if state.get(SESSION_KEY) is not None else 0,
-        "pendingApprovals": _size(state.get(PENDING_APPROVALS_KEY, [])),
-    }
+    total = state.state_bytes
+    sections = state.section_bytes()
     return {"total": total, **sections, "other": total - sum(sections.values())}
 
 
-def budget_lines(retention: dict[str, Any]) -> dict[str, int]:
+def budget_lines(state: ConversationView) -> dict[str, int]:
     """The byte budget and its watermarks in bytes, as retention computes them."""
-    budget = int(retention.get("maxStateBytes", 0))
+    budget = state.budget
     return {
-        "maxStateBytes": budget,
-        "highWatermarkBytes": math.floor(budget * float(retention.get("highWatermark", 0))),
-        "lowWatermarkBytes": math.floor(budget * float(retention.get("lowWatermark", 0))),
+        "maxStateBytes": budget.max_state_bytes,
+        "highWatermarkBytes": budget.high_watermark_bytes,
+        "lowWatermarkBytes": budget.low_watermark_bytes,
     }
-
-
-def _size(value: Any) -> int:
-    """The bytes `value` takes in the stored state's encoding."""
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))

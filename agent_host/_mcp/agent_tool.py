@@ -1,10 +1,10 @@
-"""An agent's MCP tool call: one ordinary turn of a conversation, signalled and read back like `POST .../turns`.
+"""An agent's MCP tool call: one ordinary turn of a conversation, taken as `POST .../turns` takes it (`take_turn`).
 
-The tool function never runs the agent: it signals the conversation's entity (`run`) and polls the state for the
+The tool function never runs the agent: the conversation client signals the conversation's entity and waits for the
 turn's receipt, so the HTTP API shows the turn like any other. Every call carries an idempotency key (the caller's,
 or one made up here) and its turn id derives from it: a retry of a call, whether its turn is still running or
-answered, never runs the agent twice. Knows the extension's invocation context and the stored turn records; nothing
-of HTTP or of how the entity runs a turn.
+answered, never runs the agent twice. Knows the extension's invocation context and the turn's outcome; nothing of
+HTTP, of the stored keys, or of how the entity runs a turn.
 """
 
 from __future__ import annotations
@@ -19,27 +19,14 @@ from typing import Any
 import azure.durable_functions as df
 
 from .._clock import Clock
-from .._contract import RUN_OPERATION, AgentRoute, validate_conversation_id
-from .._conversation.state import DELETED_KEY, TURN_COUNT_KEY, StoredState, is_deleted
-from .._conversation.turn_records import (
-    answer_messages,
-    find_keyed_turn,
-    find_turn,
-    new_turn_id,
-    request_hash,
-    turn_text,
-)
+from .._contract import AgentRoute, validate_conversation_id
+from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentHostError,
-    ConversationNotFoundError,
-    IdempotencyConflictError,
     InvalidRequestError,
-    TurnExpiredError,
     internal_error,
 )
-from .._expiry.starter import TurnExpiry
-from .._http.durable_client import ConversationClient
-from .._http.published_import import history_to_import
 from .._settings import HostSettings
 from .arguments import (
     idempotency_key_argument,
@@ -176,51 +163,26 @@ async def run_agent_tool(
 async def _run_turn(
     call: AgentToolCall, client: df.DurableOrchestrationClient, agent: AgentRoute, clock: Clock, waited: float
 ) -> str:
-    """Signal the turn (unless the key already has one) and answer from the state that settles it."""
-    conversations = ConversationClient(client, agent.entity_name)
-    payload = {"message": call.query}
-    digest = request_hash(payload)
-    if call.caller_key:
-        state = await conversations.read(call.session_id)
-        earlier = find_keyed_turn(state, call.idempotency_key) if state is not None and not is_deleted(state) else None
-        if state is not None and earlier is not None:
-            # A retry of an answered call: the same answer, without running the agent again.
-            return _settled(agent, call, state, earlier[0], digest)
-    turn_id = new_turn_id(clock.now_ms(), call.idempotency_key)
-    operation: dict[str, Any] = {
-        "turnId": turn_id,
-        **payload,
-        "idempotencyKey": call.idempotency_key,
-        "requestHash": digest,
-    }
-    imported = await history_to_import(client, agent, call.session_id, clock.now_ms())
-    if imported is not None:
-        operation["imported"] = imported
-    await conversations.signal(call.session_id, RUN_OPERATION, operation)
-    expiry = TurnExpiry(client, agent, call.session_id, clock)
-    state = await conversations.wait_for_turn(call.session_id, turn_id, waited)
-    await expiry.finish((state or {}).get(TURN_COUNT_KEY))
-    if state is None:
-        return pending_result(agent.name, call.session_id, turn_id, call.idempotency_key, waited)
-    return _settled(agent, call, state, turn_id, digest)
-
-
-def _settled(agent: AgentRoute, call: AgentToolCall, state: StoredState, turn_id: str, digest: str) -> str:
-    """The result of a settled turn: its answer, its failure, or why it can no longer be read.
+    """Take the turn (unless the key already has one) and answer from its outcome.
 
     Raises:
         ConversationNotFoundError: the conversation was deleted with the turn.
         TurnExpiredError: the turn ran but its record is no longer kept.
         IdempotencyConflictError: the key's turn asked something else.
     """
-    reported_id, record = find_turn(state, turn_id)
-    if record is None:
-        if DELETED_KEY in state:
-            raise ConversationNotFoundError(agent.name, call.session_id, deleted=True)
-        raise TurnExpiredError(call.session_id, reported_id)
-    if record.get("requestHash") != digest:
-        raise IdempotencyConflictError(call.idempotency_key, reported_id)
-    if record["status"] != "completed":
-        return error_result(record["error"], session_id=call.session_id, turn_id=reported_id)
-    text = turn_text(answer_messages(state, record))
-    return answer_result(agent.name, call.session_id, reported_id, text, record.get("approvalRequests", []))
+    ask = TurnAsk(
+        call.session_id,
+        {"message": call.query},
+        idempotency_key=call.idempotency_key,
+        caller_key=call.caller_key,
+        wait_seconds=waited,
+    )
+    match await take_turn(DurableConversationClient(client, agent), ask, clock):
+        case Answered(turn):
+            return answer_result(agent.name, call.session_id, turn.turn_id, turn.text, turn.approval_requests)
+        case Failed(turn) as failed:
+            return error_result(failed.error, session_id=call.session_id, turn_id=turn.turn_id)
+        case Accepted(turn_id) | Pending(turn_id):
+            return pending_result(agent.name, call.session_id, turn_id, call.idempotency_key, waited)
+        case Gone(_, error):
+            raise error

@@ -20,14 +20,14 @@ from azure.durable_functions.models.history import HistoryEventType
 from .._contract import RUN_OPERATION, AgentRoute, RunOperation, validate_conversation_id
 from .._errors import InvalidRequestError
 from .._expiry.orchestration import watch_task
+from .._turn_ids import format_turn_id
 from .options import run_options
 from .reply import AgentCall
 from .session import ConversationSession
 from .task import AgentTask
 
-# An orchestration's turn id: the orchestration's time as 11 hex digits of milliseconds (as every turn id starts,
-# so ids sort by time and a reader sees a recent one as pending), this marker, and 20 hex digits of a digest of the
-# execution id and a replay-safe uuid. The marker is not a hex digit, nor the Idempotency-Key marker.
+# An orchestration's turn id (`_turn_ids.py`): the orchestration's time, this marker, and 20 hex digits of a digest of
+# the execution id and a replay-safe uuid. The marker is not a hex digit, nor the Idempotency-Key marker.
 ORCHESTRATION_TURN_MARKER = "o"
 _DIGEST_DIGITS = 20
 
@@ -145,7 +145,7 @@ class OrchestrationAgent:
         started = _epoch_ms(self._context.current_utc_datetime)
         seed = f"{self._execution}/{self._context.new_uuid()}".encode()
         digits = hashlib.sha256(seed).hexdigest()[:_DIGEST_DIGITS]
-        return f"{started:011x}{ORCHESTRATION_TURN_MARKER}{digits}"
+        return format_turn_id(started, ORCHESTRATION_TURN_MARKER, digits)
 
 
 def orchestration_agent(

@@ -27,13 +27,14 @@ from .._expiry.orchestration import watch_task
 from .._orchestrations.errors import AgentTurnError
 from .._orchestrations.reply import AgentCall
 from .._orchestrations.task import AgentTask
+from .._turn_ids import format_turn_id
 from .codec import Identities
 from .projection import Carried, Occurrences, Receipts, project
 from .registration import AgentNode, WorkflowRetryPolicy
 
 # The synthetic turn core's AgentExecutor appends when asked to (`ensure_trailing_user_turn`).
 CONTINUE_TEXT = "please continue."
-# An orchestration turn id: its time (11 hex digits of ms, as every turn id starts), this marker, 20 uuid digits.
+# A workflow agent node's turn id (`_turn_ids.py`): the orchestration's time, this marker, 20 uuid digits.
 WORKFLOW_TURN_MARKER = "w"
 
 
@@ -216,4 +217,4 @@ def _turn_id(context: df.DurableOrchestrationContext) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
     started = int(moment.timestamp() * 1000)
-    return f"{started:011x}{WORKFLOW_TURN_MARKER}{uuid.UUID(context.new_uuid()).hex[:20]}"
+    return format_turn_id(started, WORKFLOW_TURN_MARKER, uuid.UUID(context.new_uuid()).hex[:20])

@@ -25,7 +25,7 @@ from agent_host._contract import (
 )
 from agent_host._conversation import state_cache
 from agent_host._conversation.state import SCHEMA_VERSION
-from agent_host._http.durable_client import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, POLL_GROWTH
+from agent_host._conversation_client.durable_client import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, POLL_GROWTH
 from agent_host._retention_settings import RetentionSettings
 
 ROOT = Path(__file__).resolve().parents[2]

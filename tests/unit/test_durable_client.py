@@ -20,6 +20,7 @@ import pytest
 from aiohttp import web
 from hosting import run_on_fresh_loop as run
 
+from agent_host._contract import AgentRoute
 from agent_host._conversation.state import (
     APPLIED_CHANGES_KEY,
     APPLIED_DELETES_KEY,
@@ -31,12 +32,14 @@ from agent_host._conversation.state import (
     new_state,
 )
 from agent_host._conversation.turn_records import new_turn_id
+from agent_host._conversation.view import ConversationView
+from agent_host._conversation_client.durable_client import DurableConversationClient
 from agent_host._errors import StateCorruptError, StateVersionError, StorageUnavailableError
-from agent_host._http.durable_client import ConversationClient
 from agent_host._retention_settings import RetentionSettings
 
 T = TypeVar("T")
 ENTITY = "conversation_assistant"
+AGENT = AgentRoute("assistant", ENTITY, "host")
 STATE_PATH = f"/runtime/webhooks/durabletask/entities/{ENTITY}/c1"
 TURN_ID = new_turn_id(1_000)
 OTHER_TURN_ID = new_turn_id(2_000)
@@ -93,7 +96,7 @@ def durable_client(port: int) -> df.DurableOrchestrationClient:
 
 
 @asynccontextmanager
-async def scripted_webhook(*answers: Answer) -> AsyncIterator[tuple[ConversationClient, list[Seen]]]:
+async def scripted_webhook(*answers: Answer) -> AsyncIterator[tuple[DurableConversationClient, list[Seen]]]:
     """A webhook answering each request with the next answer (the last one repeats), and what it received."""
     seen: list[Seen] = []
     script = list(answers)
@@ -111,7 +114,7 @@ async def scripted_webhook(*answers: Answer) -> AsyncIterator[tuple[Conversation
     await site.start()
     try:
         port = runner.addresses[0][1]
-        yield ConversationClient(durable_client(port), ENTITY), seen
+        yield DurableConversationClient(durable_client(port), AGENT), seen
     finally:
         await runner.cleanup()
 
@@ -123,8 +126,8 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def read_with(*answers: Answer) -> tuple[StoredState | None, list[Seen]]:
-    async def scenario() -> tuple[StoredState | None, list[Seen]]:
+def read_with(*answers: Answer) -> tuple[ConversationView | None, list[Seen]]:
+    async def scenario() -> tuple[ConversationView | None, list[Seen]]:
         async with scripted_webhook(*answers) as (client, seen):
             return await client.read("c1"), seen
 
@@ -154,7 +157,7 @@ def test_read_returns_the_decoded_state_from_a_get_of_the_entity() -> None:
 
     state, seen = read_with(state_answer(stored))
 
-    assert state == stored
+    assert state == ConversationView(stored)
     assert [(s.method, s.path) for s in seen] == [("GET", STATE_PATH)]
 
 
@@ -184,7 +187,7 @@ def test_read_when_the_host_fails_with_a_text_body_is_storage_unavailable_not_co
 
 def test_read_when_nothing_listens_is_storage_unavailable() -> None:
     async def scenario() -> None:
-        await ConversationClient(durable_client(closed_port()), ENTITY).read("c1")
+        await DurableConversationClient(durable_client(closed_port()), AGENT).read("c1")
 
     with pytest.raises(StorageUnavailableError) as caught:
         run(scenario)
@@ -211,11 +214,11 @@ def test_read_of_a_state_of_another_schema_version_is_refused() -> None:
 
 
 def test_read_for_delete_treats_unreadable_state_as_existing_but_not_an_unreachable_store() -> None:
-    async def scenario(answer: Answer) -> StoredState | None:
+    async def scenario(answer: Answer) -> ConversationView | None:
         async with scripted_webhook(answer) as (client, _):
             return await client.read_for_delete("c1")
 
-    assert run(lambda: scenario(NOT_JSON)) == {}
+    assert run(lambda: scenario(NOT_JSON)) == ConversationView.empty()
     assert run(lambda: scenario(NOT_FOUND)) is None
     with pytest.raises(StorageUnavailableError):
         run(lambda: scenario(UNAVAILABLE))
@@ -243,7 +246,7 @@ def test_signal_the_host_refuses_is_storage_unavailable(answer: Answer) -> None:
 
 def test_signal_when_nothing_listens_is_storage_unavailable() -> None:
     async def scenario() -> None:
-        await ConversationClient(durable_client(closed_port()), ENTITY).signal("c1", "run", {"turnId": TURN_ID})
+        await DurableConversationClient(durable_client(closed_port()), AGENT).signal("c1", "run", {"turnId": TURN_ID})
 
     with pytest.raises(StorageUnavailableError, match=r"could not be reached: ClientConnectorError"):
         run(scenario)
@@ -252,8 +255,8 @@ def test_signal_when_nothing_listens_is_storage_unavailable() -> None:
 # --- wait_for_turn -------------------------------------------------------------------------------------------------
 
 
-def wait_for_turn(*answers: Answer, timeout: float = 5) -> tuple[StoredState | None, list[Seen]]:
-    async def scenario() -> tuple[StoredState | None, list[Seen]]:
+def wait_for_turn(*answers: Answer, timeout: float = 5) -> tuple[ConversationView | None, list[Seen]]:
+    async def scenario() -> tuple[ConversationView | None, list[Seen]]:
         async with scripted_webhook(*answers) as (client, seen):
             return await client.wait_for_turn("c1", TURN_ID, timeout), seen
 
@@ -267,8 +270,8 @@ def test_wait_for_turn_polls_until_the_turn_is_recorded() -> None:
         NOT_FOUND, state_answer(conversation()), state_answer(with_turn(OTHER_TURN_ID)), state_answer(recorded)
     )
 
-    assert state == recorded
-    assert state[TURNS_KEY][TURN_ID]["status"] == "completed"
+    assert state == ConversationView(recorded)
+    assert state is not None and state.turn(TURN_ID) is not None and state.turn(TURN_ID).status == "completed"
     assert len(seen) == 4 and {s.method for s in seen} == {"GET"}
 
 
@@ -277,7 +280,7 @@ def test_wait_for_turn_settles_on_an_expired_turn() -> None:
 
     state, _ = wait_for_turn(state_answer(conversation()), state_answer(expired))
 
-    assert state == expired
+    assert state == ConversationView(expired)
 
 
 def test_wait_for_turn_settles_when_the_conversation_was_deleted_with_the_turn() -> None:
@@ -286,7 +289,7 @@ def test_wait_for_turn_settles_when_the_conversation_was_deleted_with_the_turn()
 
     state, seen = wait_for_turn(state_answer(deleted_other), state_answer(deleted_this))
 
-    assert state == deleted_this
+    assert state == ConversationView(deleted_this)
     assert len(seen) == 2
 
 
@@ -314,8 +317,8 @@ def test_wait_for_turn_tolerates_nothing_but_not_yet(answer: Answer, error: type
 # --- wait_for_change -----------------------------------------------------------------------------------------------
 
 
-def wait_for_change(*answers: Answer, timeout: float = 5) -> tuple[StoredState | None, list[Seen]]:
-    async def scenario() -> tuple[StoredState | None, list[Seen]]:
+def wait_for_change(*answers: Answer, timeout: float = 5) -> tuple[ConversationView | None, list[Seen]]:
+    async def scenario() -> tuple[ConversationView | None, list[Seen]]:
         async with scripted_webhook(*answers) as (client, seen):
             return await client.wait_for_change("c1", "change-2", timeout), seen
 
@@ -329,7 +332,7 @@ def test_wait_for_change_returns_the_state_that_acknowledges_the_change() -> Non
         NOT_FOUND, state_answer(conversation(**{APPLIED_CHANGES_KEY: ["change-1"]})), state_answer(applied)
     )
 
-    assert state == applied
+    assert state == ConversationView(applied)
     assert len(seen) == 3
 
 
@@ -339,7 +342,7 @@ def test_wait_for_change_treats_unreadable_state_as_not_yet() -> None:
 
     state, seen = wait_for_change(NOT_JSON, newer, state_answer(applied))
 
-    assert state == applied
+    assert state == ConversationView(applied)
     assert len(seen) == 3
 
 
@@ -359,12 +362,12 @@ def test_wait_for_delete_takes_a_conversation_started_after_the_delete_for_its_a
     # Failure 19: the delete ran and a turn started a new conversation before the poll saw the tombstone.
     later = conversation(**{APPLIED_DELETES_KEY: ["change-2"]})
 
-    async def scenario() -> tuple[StoredState | None, list[Seen]]:
+    async def scenario() -> tuple[ConversationView | None, list[Seen]]:
         answers = (state_answer(conversation(**{APPLIED_CHANGES_KEY: ["change-1"]})), state_answer(later))
         async with scripted_webhook(*answers) as (client, seen):
             return await client.wait_for_delete("c1", "change-2", 5), seen
 
     state, seen = run(scenario)
 
-    assert state == later
+    assert state == ConversationView(later)
     assert len(seen) == 2

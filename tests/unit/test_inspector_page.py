@@ -108,6 +108,7 @@ def test_serve_turns_it_on_unless_it_is_set(before: str | None, after: str) -> N
 
 def test_the_size_series_is_each_kept_turns_starting_size_then_the_size_now() -> None:
     from agent_host._conversation.state import encode_state
+    from agent_host._conversation.view import ConversationView
     from agent_host._inspector.views import size_series
 
     state = {
@@ -119,7 +120,7 @@ def test_the_size_series_is_each_kept_turns_starting_size_then_the_size_now() ->
         },
     }
 
-    series = size_series(state)
+    series = size_series(ConversationView(state))
 
     assert [(point["turnId"], point["stateBytes"]) for point in series] == [
         ("a", 400),

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agent_host._expiry_settings",
             "agent_host._structured_output",
             "agent_host._turn_options",
+            "agent_host._turn_ids",
             "agent_host._published_state",
             "agent_host._contract",
             "agent_host._settings",
@@ -43,6 +44,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entity", ("agent_host._conversation.entity",)),
     # Idle expiry's orchestration and its starters: used by the HTTP routes, MCP tools, orchestrations and workflows.
     ("expiry", ("agent_host._expiry",)),
+    # How every trigger reaches a conversation: signal, read its view, wait, take a turn.
+    ("client", ("agent_host._conversation_client",)),
     ("http", ("agent_host._http",)),
     ("inspector", ("agent_host._inspector",)),
     ("orchestration", ("agent_host._orchestrations",)),
@@ -64,6 +67,7 @@ _TRIGGER_SIDE_MUST_NOT_KNOW = (
     "agent_host._conversation.retention",
 )
 FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "agent_host._conversation_client": _TRIGGER_SIDE_MUST_NOT_KNOW,
     "agent_host._http": _TRIGGER_SIDE_MUST_NOT_KNOW,
     "agent_host._mcp": _TRIGGER_SIDE_MUST_NOT_KNOW,
     "agent_host._inspector": _TRIGGER_SIDE_MUST_NOT_KNOW,

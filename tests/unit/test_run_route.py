@@ -360,9 +360,8 @@ def test_the_operation_carries_only_what_differs_from_a_plain_turn() -> None:
     plain = parse({"message": "hi"}, JSON)
     asked = parse({"message": "hi", "role": "system", "response_format": SCHEMA, "enable_tool_calls": False}, JSON)
 
-    assert plain.operation("t1") == {"turnId": "t1", "message": "hi"}
-    assert asked.operation("t1") == {
-        "turnId": "t1",
+    assert plain.asked() == {"message": "hi"}
+    assert asked.asked() == {
         "message": "hi",
         "role": "system",
         "responseFormat": {"type": "json_schema", "json_schema": {"name": "response", "schema": SCHEMA}},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent_framework import AgentResponse, Content, Message
 
 from agent_host._conversation.turn_records import completed_record, failed_record, turn_text
+from agent_host._conversation.view import ConversationView
 from agent_host._http.rendering import render_turn
 
 
@@ -22,7 +23,8 @@ def test_turn_text_matches_core_response_text_for_a_multi_message_answer() -> No
 
     assert "text" not in record  # stored once, as messages
     assert turn_text(record["messages"]) == response.text == "It is sunny today.  Anything else?  "
-    assert render_turn("c1", "t1", record, {"agent": "assistant", "messages": []})["text"] == response.text
+    turn = ConversationView({"agent": "assistant", "messages": [], "turns": {"t1": record}}).turn("t1")
+    assert turn is not None and render_turn("c1", turn, "assistant")["text"] == response.text
 
 
 def test_an_answer_the_transcript_holds_as_delivered_is_named_and_any_other_is_copied() -> None:

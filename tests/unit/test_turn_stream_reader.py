@@ -10,6 +10,7 @@ import pytest
 from streams import MemoryTurnStreamStore
 
 from agent_host._conversation.turn_records import key_digest
+from agent_host._conversation.view import ConversationView
 from agent_host._errors import ConversationNotFoundError
 from agent_host._http.turn_stream import TurnStreamReader
 from agent_host._streaming.channel import StreamEvent, stream_key
@@ -25,9 +26,10 @@ class ScriptedConversations:
         self.states = list(states)
         self.reads = 0
 
-    async def read(self, conversation_id: str) -> dict[str, Any] | None:
+    async def read(self, conversation_id: str) -> ConversationView | None:
         self.reads += 1
-        return self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        state = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        return None if state is None else ConversationView(state)
 
 
 def finished(turn_id: str = "t1", record: dict[str, Any] = RECEIPT) -> dict[str, Any]:
@@ -38,7 +40,7 @@ def reader(
     conversations: ScriptedConversations,
     store: MemoryTurnStreamStore | None,
     turn_id: str = "t1",
-    may_be_pending: Callable[[dict[str, Any]], bool] = lambda state: True,
+    may_be_pending: Callable[[ConversationView], bool] = lambda state: True,
 ) -> TurnStreamReader:
     return TurnStreamReader(
         conversations=conversations,  # type: ignore[arg-type]
@@ -174,4 +176,4 @@ def test_a_conversation_deleted_while_its_turn_is_streamed_ends_the_stream_with_
     assert chunks[-1].startswith(b"event: error\n")
     assert b'"code": "conversation_not_found"' in chunks[-1] and b'"httpStatus": 404' in chunks[-1]
     with pytest.raises(ConversationNotFoundError):
-        view.settled(tombstone)
+        view.settled(ConversationView(tombstone))

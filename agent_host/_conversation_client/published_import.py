@@ -15,7 +15,7 @@ import azure.durable_functions as df
 
 from .._contract import AgentRoute
 from .._published_state import read_published_conversation
-from .durable_client import ConversationClient
+from .entity_state import EntityStateReader
 
 
 async def history_to_import(
@@ -30,10 +30,10 @@ async def history_to_import(
     """
     if agent.published_entity is None:
         return None
-    ours, _ = await ConversationClient(client, agent.entity_name).read_stored(conversation_id)
+    ours, _ = await EntityStateReader(client, agent.entity_name).read_stored(conversation_id)
     if ours:
         return None
-    exists, stored = await ConversationClient(client, agent.published_entity).read_stored(conversation_id)
+    exists, stored = await EntityStateReader(client, agent.published_entity).read_stored(conversation_id)
     if not exists:
         return None
     conversation = read_published_conversation(stored, agent.name, now_ms)

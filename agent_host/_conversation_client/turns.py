@@ -1,0 +1,165 @@
+"""Taking a turn: the one way every front end (the turns route, `/run`, an agent's MCP tool) runs a turn.
+
+`take_turn` answers a retry of an idempotency key from the turn that ran for it, checks approval answers, signals
+the entity's `run` operation, starts the conversation's expiry watch, and waits if asked; it returns a closed
+`TurnOutcome` each front end renders in its own shape. Request errors (a reused key asking something else, answers
+to approvals that are not pending, a key whose turn expired) raise `AgentHostError`s, as every request error does.
+Knows the conversation client and read model; nothing of HTTP or MCP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .._clock import Clock
+from .._contract import RUN_OPERATION
+from .._conversation.approvals import check_answers
+from .._conversation.turn_records import new_turn_id, request_hash
+from .._conversation.view import ConversationView, TurnView
+from .._errors import (
+    AgentHostError,
+    ConversationNotFoundError,
+    IdempotencyConflictError,
+    TurnExpiredError,
+    internal_error,
+)
+from .client import ConversationClient
+
+APPROVALS_FIELD = "approvals"
+
+
+@dataclass(frozen=True)
+class TurnAsk:
+    """What a front end asks of one turn.
+
+    Attributes:
+        conversation_id: The conversation.
+        request: The `run` operation's fields that say what the turn asks (message, contents, approvals, role,
+            responseFormat, options, ...); a retry of an idempotency key must ask the same.
+        idempotency_key: The request's key, or None; a keyed turn's id derives from it.
+        caller_key: Whether the caller chose the key (only then can an earlier request have used it).
+        stream: Whether the entity writes the turn's events as it runs.
+        wait_seconds: How long to wait for the turn to settle; None answers as soon as it is signalled.
+    """
+
+    conversation_id: str
+    request: dict[str, Any]
+    idempotency_key: str | None = None
+    caller_key: bool = True
+    stream: bool = False
+    wait_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The turn completed: its receipt, and the conversation that holds it."""
+
+    turn: TurnView
+    conversation: ConversationView
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The turn ran and failed: its receipt says why."""
+
+    turn: TurnView
+    conversation: ConversationView
+
+    @property
+    def error(self) -> dict[str, str]:
+        """Why the turn failed: a stable code and a message (every failed receipt keeps one)."""
+        return self.turn.error or internal_error().to_record()
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The turn was signalled and not waited for."""
+
+    turn_id: str
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The turn was waited for and has not settled yet."""
+
+    turn_id: str
+
+
+@dataclass(frozen=True)
+class Gone:
+    """The turn settled, but its receipt cannot be read: deleted with its conversation, or expired."""
+
+    turn_id: str
+    error: AgentHostError
+
+
+TurnOutcome = Answered | Failed | Accepted | Pending | Gone
+
+
+async def take_turn(conversations: ConversationClient, ask: TurnAsk, clock: Clock) -> TurnOutcome:
+    """Run one turn as `ask` says, once however often its key is retried.
+
+    Raises:
+        IdempotencyConflictError: the key's turn asked something else.
+        TurnExpiredError: the key's turn ran, but its receipt is no longer kept.
+        ApprovalAnsweredError, UnknownApprovalError: an approval answer names no pending request.
+        StorageUnavailableError, StateCorruptError: the conversation could not be read or signalled.
+    """
+    conversation_id, key = ask.conversation_id, ask.idempotency_key
+    request = dict(ask.request)
+    digest = request_hash(request) if key is not None else None
+    approvals = request.get(APPROVALS_FIELD)
+    reads_first = (key is not None and ask.caller_key) or bool(approvals)
+    state = await conversations.read(conversation_id) if reads_first else None
+    live = state if state is not None and not state.is_deleted else None
+    if key is not None and live is not None:
+        earlier = live.keyed_turn(key)
+        if earlier is not None:
+            # A client retry: the same turn and answer, without running the model (or checking its approvals,
+            # which that turn answered) again.
+            return _settled(conversations.agent_name, ask, live, earlier.turn_id, digest)
+        expired = live.expired_keyed_turn(key)
+        if expired is not None:
+            raise TurnExpiredError(conversation_id, expired)
+    if key is not None:
+        request.update(idempotencyKey=key, requestHash=digest)
+    if approvals:
+        # The entity checks too; checking here refuses a wrong id as a request error instead of a failed turn.
+        known = live or ConversationView.empty()
+        check_answers(known.pending_approvals_by_id, approvals, known.answered_approvals())
+    turn_id = new_turn_id(clock.now_ms(), key)
+    operation = {"turnId": turn_id, **request}
+    imported = await conversations.history_to_import(conversation_id, clock.now_ms())
+    if imported is not None:
+        operation["imported"] = imported
+    if ask.stream:
+        operation["stream"] = True
+    await conversations.signal(conversation_id, RUN_OPERATION, operation)
+    expiry = conversations.watch_expiry(conversation_id, clock)
+    if ask.wait_seconds is None:
+        await expiry.finish()
+        return Accepted(turn_id)
+    settled = await conversations.wait_for_turn(conversation_id, turn_id, ask.wait_seconds)
+    await expiry.finish(settled.turn_count if settled is not None else None)
+    if settled is None:
+        return Pending(turn_id)
+    return _settled(conversations.agent_name, ask, settled, turn_id, digest)
+
+
+def _settled(
+    agent_name: str, ask: TurnAsk, state: ConversationView, turn_id: str, digest: str | None
+) -> Answered | Failed | Gone:
+    """The outcome of a turn the state settles.
+
+    Raises:
+        IdempotencyConflictError: the key's turn asked something else.
+    """
+    turn = state.turn(turn_id)
+    if turn is None:
+        if state.is_deleted:
+            return Gone(turn_id, ConversationNotFoundError(agent_name, ask.conversation_id, deleted=True))
+        return Gone(turn_id, TurnExpiredError(ask.conversation_id, turn_id))
+    if ask.idempotency_key is not None and turn.request_hash != digest:
+        raise IdempotencyConflictError(ask.idempotency_key, turn.turn_id)
+    return Answered(turn, state) if turn.completed else Failed(turn, state)

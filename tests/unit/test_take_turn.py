@@ -1,0 +1,115 @@
+"""take_turn, the one way every front end takes a turn: each outcome, and a key's retry, against an in-memory client."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from clocks import ManualClock
+from conversations import MemoryConversationClient, completed, failed, unanswered
+
+from agent_host._contract import RUN_OPERATION
+from agent_host._conversation_client.turns import (
+    Accepted,
+    Answered,
+    Failed,
+    Gone,
+    Pending,
+    TurnAsk,
+    TurnOutcome,
+    take_turn,
+)
+from agent_host._errors import ConversationNotFoundError, IdempotencyConflictError, TurnExpiredError
+
+
+def take(client: MemoryConversationClient, ask: TurnAsk) -> TurnOutcome:
+    return asyncio.run(take_turn(client, ask, ManualClock()))
+
+
+def waited(message: str = "hi", **fields: Any) -> TurnAsk:
+    return TurnAsk("c1", {"message": message}, wait_seconds=1.0, **fields)
+
+
+def test_a_waited_turn_that_completes_is_answered_with_its_text() -> None:
+    client = MemoryConversationClient(completed("Hello, Ada."))
+
+    outcome = take(client, waited())
+
+    assert isinstance(outcome, Answered)
+    assert outcome.turn.text == "Hello, Ada."
+    assert [(operation, payload["message"]) for _, operation, payload in client.signals] == [(RUN_OPERATION, "hi")]
+    assert client.watched == ["c1"]
+
+
+def test_a_turn_that_fails_says_why() -> None:
+    client = MemoryConversationClient(failed("model_error", "The model refused."))
+
+    outcome = take(client, waited())
+
+    assert isinstance(outcome, Failed)
+    assert outcome.error == {"code": "model_error", "message": "The model refused."}
+
+
+def test_a_turn_not_waited_for_is_accepted_once_signalled() -> None:
+    client = MemoryConversationClient(unanswered)
+
+    outcome = take(client, TurnAsk("c1", {"message": "hi"}, stream=True))
+
+    assert isinstance(outcome, Accepted)
+    assert client.signals[0][2]["turnId"] == outcome.turn_id and client.signals[0][2]["stream"] is True
+
+
+def test_a_waited_turn_that_does_not_settle_is_pending() -> None:
+    client = MemoryConversationClient(unanswered)
+
+    outcome = take(client, waited())
+
+    assert isinstance(outcome, Pending)
+
+
+def test_a_retry_of_a_key_is_answered_from_its_turn_without_a_second_signal() -> None:
+    client = MemoryConversationClient(completed("Once."))
+    first = take(client, waited(idempotency_key="k1"))
+
+    retry = take(client, waited(idempotency_key="k1"))
+
+    assert isinstance(first, Answered) and isinstance(retry, Answered)
+    assert retry.turn.turn_id == first.turn.turn_id and retry.turn.text == "Once."
+    assert len(client.signals) == 1
+
+
+def test_a_key_reused_for_another_request_is_refused_before_anything_is_signalled() -> None:
+    client = MemoryConversationClient(completed("Once."))
+    take(client, waited("first", idempotency_key="k1"))
+
+    with pytest.raises(IdempotencyConflictError):
+        take(client, waited("second", idempotency_key="k1"))
+
+    assert len(client.signals) == 1
+
+
+def test_a_key_whose_turn_expired_is_refused_naming_that_turn() -> None:
+    client = MemoryConversationClient(completed("Once."))
+    first = take(client, waited(idempotency_key="k1"))
+    assert isinstance(first, Answered)
+    state = client.states["c1"]
+    state["expiredTurns"], state["turns"] = [first.turn.turn_id], {}
+
+    with pytest.raises(TurnExpiredError, match=first.turn.turn_id):
+        take(client, waited(idempotency_key="k1"))
+
+
+def test_a_turn_deleted_with_its_conversation_is_gone() -> None:
+    def delete_with_turn(operation: dict[str, Any]) -> None:
+        client.states["c1"] = {
+            "agent": "assistant",
+            "deleted": {"at": 2, "existed": True, "turns": [operation["turnId"]]},
+        }
+
+    client = MemoryConversationClient(delete_with_turn)
+
+    outcome = take(client, waited())
+
+    assert isinstance(outcome, Gone)
+    assert isinstance(outcome.error, ConversationNotFoundError)
