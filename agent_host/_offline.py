@@ -16,9 +16,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from agent_framework import BaseChatClient, ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
-from agent_framework._middleware import ChatMiddlewareLayer
-from agent_framework._tools import FunctionInvocationLayer
+from agent_framework import (
+    BaseChatClient,
+    ChatMiddlewareLayer,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    FunctionInvocationLayer,
+    Message,
+    ResponseStream,
+)
 from pydantic import BaseModel
 
 OFFLINE_LABEL = "[offline model]"

@@ -30,6 +30,7 @@ from .._contract import (
     SetRetentionOperation,
     parse_model,
 )
+from .._deps.durable_private import holds_raw_state, mark_entity_state_raw, raw_entity_state
 from .._errors import AgentHostError, InvalidRequestError, TurnFailedError
 from .._event_loop import AGENT_LOOP, RunTimeoutError
 from .._records import message_to_record
@@ -569,8 +570,8 @@ def _operation_input(context: df.DurableEntityContext, model: type[ModelT]) -> M
 
 def read_raw_state(context: df.DurableEntityContext) -> str | None:
     """The state string exactly as the host stored it, without the SDK's generic decoding."""
-    if getattr(context, "_state_is_raw", False):
-        return context._state  # type: ignore[no-any-return]
+    if holds_raw_state(context):
+        return raw_entity_state(context)
     state = context.get_state()
     return state if isinstance(state, str) or state is None else encode_state(state)
 
@@ -578,5 +579,4 @@ def read_raw_state(context: df.DurableEntityContext) -> str | None:
 def write_raw_state(context: df.DurableEntityContext, text: str) -> None:
     """Hand the host our own encoding; `set_state` would encode the string a second time."""
     context.set_state(text)
-    if hasattr(context, "_state_is_raw"):
-        context._state_is_raw = True
+    mark_entity_state_raw(context)
