@@ -54,7 +54,8 @@ class RecentWatches:
     def forget(self, client: df.DurableOrchestrationClient, entity_name: str, conversation_id: str) -> None:
         """Drop the conversation (it was deleted): its next turn starts the orchestration again."""
         with self._lock:
-            self._seen.pop(_key(client, entity_name, conversation_id), None)
+            if self._seen:  # with expiry off it stays empty: no key to build, so no read of the client's internals
+                self._seen.pop(_key(client, entity_name, conversation_id), None)
 
 
 def _key(client: df.DurableOrchestrationClient, entity_name: str, conversation_id: str) -> _Key:
