@@ -1,6 +1,7 @@
 """Each assumption the seams in agent_host/_deps make about a dependency's private internals, pinned by name.
 
-An upgrade of agent-framework-core or azure-functions-durable that breaks one fails here, with the assumption named
+An upgrade of agent-framework-core, azure-functions-durable, azure-functions or azure-functions-runtime that breaks
+one fails here, with the assumption named
 in the test and in its message, before any behaviour test fails for a reason that is harder to read. The last tests
 keep every private use inside the seams.
 """
@@ -9,12 +10,14 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib.util
 import inspect
 import json
 from pathlib import Path
 from typing import Any
 
 import azure.durable_functions as df
+import azure.functions as func
 import pytest
 from agent_framework import (
     Agent,
@@ -37,9 +40,12 @@ from agent_host import OfflineChatClient
 from agent_host._deps import agent_framework_private as core
 from agent_host._deps import agent_framework_workflows_private as workflows
 from agent_host._deps import durable_private as durable
+from agent_host._deps import functions_private as functions
+from agent_host._deps import functions_runtime_private as functions_runtime
 
 PACKAGE = Path(__file__).resolve().parents[2] / "agent_host"
 SEAMS = PACKAGE / "_deps"
+THIRD_PARTY = ("agent_framework", "azure.durable_functions", "azure.functions", "azure_functions_runtime")
 
 
 def _positional(function: Any) -> list[str]:
@@ -332,6 +338,62 @@ def _client_binding() -> dict[str, Any]:
     }
 
 
+# azure-functions (functions_private.py)
+
+
+def test_TraceContext() -> None:
+    assert inspect.isabstract(functions.TraceContext), "azure.functions._abc.TraceContext is no longer an abstract base"
+    assert {"trace_parent", "trace_state", "attributes"} <= set(functions.TraceContext.__abstractmethods__), (
+        "azure.functions._abc.TraceContext's abstract properties changed"
+    )
+    assert issubclass(functions.TraceContext, func._abc.TraceContext)
+
+
+def test_RetryContext() -> None:
+    assert inspect.isabstract(functions.RetryContext), "azure.functions._abc.RetryContext is no longer an abstract base"
+    assert {"retry_count", "max_retry_count"} <= set(functions.RetryContext.__abstractmethods__), (
+        "azure.functions._abc.RetryContext's abstract properties changed"
+    )
+
+
+# azure-functions-runtime, Python 3.13+ only (functions_runtime_private.py)
+
+needs_worker_library = pytest.mark.skipif(
+    importlib.util.find_spec("azure_functions_runtime") is None, reason="azure-functions-runtime is for Python 3.13+"
+)
+
+
+@needs_worker_library
+def test_worker_function_registry() -> None:
+    from azure_functions_runtime import loader
+    from azure_functions_runtime.functions import Registry
+
+    registry = functions_runtime.worker_function_registry()
+
+    assert isinstance(registry, Registry), "azure_functions_runtime.handle_event._functions is no longer a Registry"
+    assert _positional(loader.process_indexed_function)[:2] == ["protos", "functions_registry"], (
+        "loader.process_indexed_function(protos, functions_registry, ...) no longer takes the registry second"
+    )
+
+
+@needs_worker_library
+def test_set_http_streams() -> None:
+    from azure_functions_runtime.http_v2 import HttpV2Registry
+
+    saved = (HttpV2Registry._http_v2_enabled, HttpV2Registry._http_v2_enabled_checked, HttpV2Registry._ext_base)
+    try:
+        functions_runtime.set_http_streams(True)
+        on = (HttpV2Registry.http_v2_enabled(), HttpV2Registry.ext_base() is not None)
+        functions_runtime.set_http_streams(False)
+        off = HttpV2Registry.http_v2_enabled()
+    finally:
+        HttpV2Registry._http_v2_enabled, HttpV2Registry._http_v2_enabled_checked, HttpV2Registry._ext_base = saved
+
+    assert (on, off) == ((True, True), False), (
+        "HttpV2Registry no longer answers http_v2_enabled() from _http_v2_enabled once _http_v2_enabled_checked"
+    )
+
+
 # Every private use stays in the seams.
 
 
@@ -352,7 +414,7 @@ def test_no_module_outside_the_seams_imports_a_private_module_of_core_or_the_dur
             for name in names:
                 parts = name.split(".")
                 private = any(part.startswith("_") and not part.startswith("__") for part in parts)
-                if private and name.startswith(("agent_framework", "azure.durable_functions")):
+                if private and name.startswith(THIRD_PARTY):
                     found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {name}")
 
     assert found == [], "import these through agent_host/_deps instead"
@@ -374,7 +436,16 @@ def _private_reads(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_no_module_outside_the_seams_reads_the_private_attributes_the_seams_name() -> None:
-    named = {attribute for path in SEAMS.glob("*.py") for _, attribute in _private_reads(ast.parse(path.read_text()))}
+    seams = [ast.parse(path.read_text(encoding="utf-8")) for path in SEAMS.glob("*.py")]
+    # What the seams read, and the private modules they import (`func._abc` reaches one as an attribute).
+    named = {attribute for tree in seams for _, attribute in _private_reads(tree)} | {
+        part
+        for tree in seams
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for part in node.module.split(".")
+        if part.startswith("_") and not part.startswith("__")
+    }
     found = [
         f"{path.relative_to(PACKAGE.parent)}:{line} {attribute}"
         for path in _sources_outside_the_seams()
