@@ -10,9 +10,8 @@ import copy
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import azure.durable_functions as df
 from agent_framework import Agent, AgentResponse, Content, Message, SupportsAgentRun
 from pydantic import BaseModel
 
@@ -94,6 +93,10 @@ from .turn_records import (
     keep_delivered_answers,
     record_turn,
 )
+
+if TYPE_CHECKING:
+    # For annotations only: the SDK loads azure.functions, which the entity itself never touches.
+    import azure.durable_functions as df
 
 logger = logging.getLogger("agent_host.entity")
 
