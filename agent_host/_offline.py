@@ -18,15 +18,15 @@ from typing import Any, ClassVar
 
 from agent_framework import (
     BaseChatClient,
+    ChatMiddlewareLayer,
     ChatResponse,
     ChatResponseUpdate,
     Content,
+    FunctionInvocationLayer,
     Message,
     ResponseStream,
     UsageDetails,
 )
-from agent_framework._middleware import ChatMiddlewareLayer
-from agent_framework._tools import FunctionInvocationLayer
 from pydantic import BaseModel
 
 OFFLINE_LABEL = "[offline model]"

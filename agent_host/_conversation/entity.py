@@ -10,9 +10,8 @@ import copy
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import azure.durable_functions as df
 from agent_framework import Agent, AgentResponse, Content, Message, SupportsAgentRun
 from pydantic import BaseModel
 
@@ -30,6 +29,7 @@ from .._contract import (
     SetRetentionOperation,
     parse_model,
 )
+from .._deps.durable_private import holds_raw_state, mark_entity_state_raw, raw_entity_state
 from .._errors import AgentHostError, InvalidRequestError, TurnFailedError
 from .._event_loop import AGENT_LOOP, RunTimeoutError
 from .._records import message_to_record
@@ -93,6 +93,10 @@ from .turn_records import (
     keep_delivered_answers,
     record_turn,
 )
+
+if TYPE_CHECKING:
+    # For annotations only: the SDK loads azure.functions, which the entity itself never touches.
+    import azure.durable_functions as df
 
 logger = logging.getLogger("agent_host.entity")
 
@@ -570,8 +574,8 @@ def _operation_input(context: df.DurableEntityContext, model: type[ModelT]) -> M
 
 def read_raw_state(context: df.DurableEntityContext) -> str | None:
     """The state string exactly as the host stored it, without the SDK's generic decoding."""
-    if getattr(context, "_state_is_raw", False):
-        return context._state
+    if holds_raw_state(context):
+        return raw_entity_state(context)
     state = context.get_state()
     return state if isinstance(state, str) or state is None else encode_state(state)
 
@@ -579,5 +583,4 @@ def read_raw_state(context: df.DurableEntityContext) -> str | None:
 def write_raw_state(context: df.DurableEntityContext, text: str) -> None:
     """Hand the host our own encoding; `set_state` would encode the string a second time."""
     context.set_state(text)
-    if hasattr(context, "_state_is_raw"):
-        context._state_is_raw = True
+    mark_entity_state_raw(context)

@@ -24,8 +24,8 @@ from agent_framework import (
     InMemoryHistoryProvider,
     Message,
 )
-from agent_framework._sessions import filter_new_messages
 
+from .._deps.agent_framework_private import filter_new_messages
 from .._records import message_to_record
 
 # Where core's InMemoryHistoryProvider keeps its buffer in its session state slice; compaction edits it there.

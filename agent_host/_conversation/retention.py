@@ -40,8 +40,8 @@ from agent_framework import (
     SUMMARIZED_BY_SUMMARY_ID_KEY,
     CharacterEstimatorTokenizer,
 )
-from agent_framework._compaction import group_messages
 
+from .._deps.agent_framework_private import group_messages
 from .._errors import StateCapacityExceededError
 from .._records import record_to_message
 from .._retention_settings import AUTO, FOLLOW_COMPACTION, KEEP_ALL, RetentionModeName, RetentionSettings

@@ -22,10 +22,7 @@ def core_state_types() -> list[type]:
     Core's registry is process-local and seeds only `Message`; without these, a cold start would hand tool
     approval and harness state back as plain dicts.
     """
-    from agent_framework._harness._background_agents import BackgroundTaskInfo
-    from agent_framework._harness._file_access import FileStoreEntry
-    from agent_framework._harness._todo import TodoItem
-    from agent_framework._harness._tool_approval import ToolApprovalRule, ToolApprovalState
+    from agent_framework import BackgroundTaskInfo, FileStoreEntry, TodoItem, ToolApprovalRule, ToolApprovalState
 
     return [Content, ToolApprovalState, ToolApprovalRule, TodoItem, BackgroundTaskInfo, FileStoreEntry]
 

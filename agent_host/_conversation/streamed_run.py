@@ -24,7 +24,8 @@ from agent_framework import (
     Message,
     SupportsAgentRun,
 )
-from agent_framework._compaction import _reconcile_compaction_summaries
+
+from .._deps.agent_framework_private import reconcile_compaction_summaries, response_finalizer, set_response_finalizer
 
 logger = logging.getLogger("agent_host.entity")
 
@@ -87,7 +88,7 @@ class SummaryCapture:
         if strategy is None:
             return None
         capture = cls(strategy)
-        finalize = agent._finalize_response_updates
+        finalize = response_finalizer(agent)
 
         def finalize_with_summaries(
             updates: Sequence[AgentResponseUpdate], *, response_format: Any | None = None
@@ -99,7 +100,7 @@ class SummaryCapture:
         # The copy's own attributes: the per-run strategy, and the finalizer that builds the response the history
         # providers are handed (core calls it through the agent, before their after_run hooks).
         agent.compaction_strategy = capture
-        agent._finalize_response_updates = finalize_with_summaries  # type: ignore[method-assign]
+        set_response_finalizer(agent, finalize_with_summaries)
         return capture
 
     @property
@@ -139,7 +140,7 @@ class SummaryCapture:
     def _settle(self) -> None:
         if self._working is None:
             return
-        _reconcile_compaction_summaries(self.transcript, self._working, {id(message) for message in self.transcript})
+        reconcile_compaction_summaries(self.transcript, self._working, {id(message) for message in self.transcript})
         self._kept.update(id(message) for message in self.transcript)
         self._working = None
 

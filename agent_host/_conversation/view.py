@@ -133,15 +133,15 @@ class ConversationView:
     """
 
     def __init__(self, state: StoredState) -> None:
-        self._state = state
+        self._stored = state
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ConversationView) and self._state == other._state
+        return isinstance(other, ConversationView) and self._stored == other._stored
 
     __hash__ = None  # type: ignore[assignment]  # equal views hold equal (mutable) states
 
     def __repr__(self) -> str:
-        return f"ConversationView({self._state!r})"
+        return f"ConversationView({self._stored!r})"
 
     @classmethod
     def empty(cls) -> ConversationView:
@@ -153,7 +153,7 @@ class ConversationView:
     @property
     def deleted(self) -> DeletedView | None:
         """The tombstone, when the conversation was deleted."""
-        tombstone = self._state.get(DELETED_KEY)
+        tombstone = self._stored.get(DELETED_KEY)
         if tombstone is None:
             return None
         return DeletedView(tombstone.get("at"), bool(tombstone.get("existed")), tuple(tombstone.get("turns", ())))
@@ -161,32 +161,32 @@ class ConversationView:
     @property
     def is_deleted(self) -> bool:
         """Whether the state is a deleted conversation's tombstone."""
-        return DELETED_KEY in self._state
+        return DELETED_KEY in self._stored
 
     @property
     def agent_name(self) -> str | None:
         """The conversation's agent, whose name its assistant messages imply."""
-        return self._state.get(AGENT_KEY)
+        return self._stored.get(AGENT_KEY)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
         """The transcript's message records in conversation order (excluded ones included)."""
-        return self._state.get(MESSAGES_KEY, [])
+        return self._stored.get(MESSAGES_KEY, [])
 
     @property
     def turn_count(self) -> int:
         """How many turns the conversation has run."""
-        return int(self._state.get(TURN_COUNT_KEY, 0))
+        return int(self._stored.get(TURN_COUNT_KEY, 0))
 
     @cached_property
     def state_bytes(self) -> int:
         """The stored size in UTF-8 bytes, measured as the entity measures it."""
-        return len(encode_state(self._state).encode("utf-8"))
+        return len(encode_state(self._stored).encode("utf-8"))
 
     @property
     def retention(self) -> dict[str, Any]:
         """The conversation's retention settings in their stored (and wire) form."""
-        return self._state.get(RETENTION_KEY, {})
+        return self._stored.get(RETENTION_KEY, {})
 
     @property
     def budget(self) -> BudgetView:
@@ -202,17 +202,17 @@ class ConversationView:
     @property
     def truncation(self) -> dict[str, Any]:
         """What retention has deleted so far, in its stored (and wire) form."""
-        return self._state.get(TRUNCATION_KEY, {})
+        return self._stored.get(TRUNCATION_KEY, {})
 
     @property
     def pending_approvals(self) -> list[dict[str, Any]]:
         """The tool calls waiting for the caller's approval, as a caller sees them."""
-        return public_view(self._state.get(PENDING_APPROVALS_KEY, []))
+        return public_view(self._stored.get(PENDING_APPROVALS_KEY, []))
 
     @property
     def pending_approvals_by_id(self) -> dict[str, dict[str, Any]]:
         """The pending approvals as stored, by request id (to check a turn's answers against)."""
-        return {item["id"]: item for item in self._state.get(PENDING_APPROVALS_KEY, [])}
+        return {item["id"]: item for item in self._stored.get(PENDING_APPROVALS_KEY, [])}
 
     def answered_approvals(self) -> dict[str, bool]:
         """The approvals the transcript holds answers to, by request id: approved or not."""
@@ -221,22 +221,22 @@ class ConversationView:
     @property
     def created_at(self) -> int | None:
         """When the conversation was created (ms since the epoch)."""
-        return self._state.get(CREATED_AT_KEY)
+        return self._stored.get(CREATED_AT_KEY)
 
     @property
     def updated_at(self) -> int | None:
         """When the conversation last changed (ms since the epoch)."""
-        return self._state.get(UPDATED_AT_KEY)
+        return self._stored.get(UPDATED_AT_KEY)
 
     @property
     def capacity_error(self) -> dict[str, str] | None:
         """Why the last turn was refused for capacity, when it was."""
-        return self._state.get(CAPACITY_ERROR_KEY) or None
+        return self._stored.get(CAPACITY_ERROR_KEY) or None
 
     @property
     def imported_from(self) -> dict[str, Any] | None:
         """Where an imported conversation's first messages came from (entity, schema version, counts)."""
-        return self._state.get(IMPORTED_FROM_KEY) or None
+        return self._stored.get(IMPORTED_FROM_KEY) or None
 
     @property
     def imported_at(self) -> int | None:
@@ -245,7 +245,7 @@ class ConversationView:
 
     def section_bytes(self) -> dict[str, int]:
         """The stored size by section (messages, turn records, session, pending approvals), in UTF-8 bytes."""
-        state = self._state
+        state = self._stored
         return {
             "messages": _size(state.get(MESSAGES_KEY, [])),
             "turnRecords": _size(state.get(TURNS_KEY, {})) + _size(state.get(EXPIRED_TURNS_KEY, [])),
@@ -258,30 +258,30 @@ class ConversationView:
     @property
     def turn_ids(self) -> tuple[str, ...]:
         """The ids of the turns whose receipts are kept."""
-        return tuple(self._state.get(TURNS_KEY, {}))
+        return tuple(self._stored.get(TURNS_KEY, {}))
 
     @property
     def expired_turn_ids(self) -> tuple[str, ...]:
         """The ids of the most recent turns whose receipts were dropped (they answer 410)."""
-        return tuple(self._state.get(EXPIRED_TURNS_KEY, ()))
+        return tuple(self._stored.get(EXPIRED_TURNS_KEY, ()))
 
     def turn(self, turn_id: str) -> TurnView | None:
         """A turn's kept receipt; a keyed turn id finds the turn that ran for its key."""
-        reported_id, record = find_turn(self._state, turn_id)
+        reported_id, record = find_turn(self._stored, turn_id)
         return None if record is None else self._turn_view(reported_id, record)
 
     def keyed_turn(self, idempotency_key: str) -> TurnView | None:
         """The turn recorded under an idempotency key, if its receipt is still kept."""
-        found = find_keyed_turn(self._state, idempotency_key)
+        found = find_keyed_turn(self._stored, idempotency_key)
         return None if found is None else self._turn_view(*found)
 
     def expired_keyed_turn(self, idempotency_key: str) -> str | None:
         """The expired turn that ran for an idempotency key, if its id is still remembered."""
-        return expired_keyed_turn(self._state, idempotency_key)
+        return expired_keyed_turn(self._stored, idempotency_key)
 
     def is_expired(self, turn_id: str) -> bool:
         """Whether the turn ran but its receipt is no longer kept (it answers 410)."""
-        return is_expired(self._state, turn_id)
+        return is_expired(self._stored, turn_id)
 
     def deleted_with(self, turn_id: str) -> bool:
         """Whether the turn was removed with its deleted conversation."""
@@ -292,11 +292,11 @@ class ConversationView:
         """Whether this state settles the turn: recorded, expired, or deleted with its conversation."""
         if self.is_deleted:
             return self.deleted_with(turn_id)
-        return find_turn(self._state, turn_id)[1] is not None or is_expired(self._state, turn_id)
+        return find_turn(self._stored, turn_id)[1] is not None or is_expired(self._stored, turn_id)
 
     def receipts(self) -> list[TurnView]:
         """Every kept turn receipt, oldest first."""
-        turns: dict[str, dict[str, Any]] = self._state.get(TURNS_KEY, {})
+        turns: dict[str, dict[str, Any]] = self._stored.get(TURNS_KEY, {})
         ordered = sorted(turns.items(), key=lambda item: (item[1].get("at", 0), item[0]))
         return [self._turn_view(turn_id, record) for turn_id, record in ordered]
 
@@ -304,15 +304,15 @@ class ConversationView:
 
     def has_applied_change(self, change_id: str) -> bool:
         """Whether the conversation acknowledged the retention request `change_id`."""
-        return change_id in self._state.get(APPLIED_CHANGES_KEY, ())
+        return change_id in self._stored.get(APPLIED_CHANGES_KEY, ())
 
     def has_applied_delete(self, change_id: str) -> bool:
         """Whether the delete request `change_id` ran on this entity (on this conversation or one before it)."""
-        return has_applied_delete(self._state, change_id)
+        return has_applied_delete(self._stored, change_id)
 
     def delete_found_nothing(self, change_id: str) -> bool:
         """Whether this is the tombstone the delete `change_id` wrote last, and it had nothing to delete."""
-        return delete_found_nothing(self._state, change_id)
+        return delete_found_nothing(self._stored, change_id)
 
     def _turn_view(self, turn_id: str, record: dict[str, Any]) -> TurnView:
         answer: Sequence[str | dict[str, Any]] = record.get("messages", [])
@@ -321,7 +321,7 @@ class ConversationView:
             turn_id=turn_id,
             status=COMPLETED if completed else FAILED,
             completed_at=record.get("at"),
-            answer=tuple(answer_messages(self._state, record)) if completed else (),
+            answer=tuple(answer_messages(self._stored, record)) if completed else (),
             error=None if completed else record.get("error"),
             usage=record.get("usage") or {},
             approval_requests=record.get("approvalRequests", []),

@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import azure.durable_functions as df
 
+from .._deps.durable_private import rpc_base_url
 from .._errors import StateCorruptError, StorageUnavailableError
 
 
@@ -47,8 +48,8 @@ class EntityStateReader:
 
     async def _read_status(self, conversation_id: str) -> int:
         """The status the host answers a read of the conversation with, body unread (only when the SDK failed)."""
-        # The binding's RPC base URL is where the SDK sends its own read; it exposes no public accessor.
-        base = self._client._orchestration_bindings.rpc_base_url
+        # The binding's RPC base URL is where the SDK sends its own read.
+        base = rpc_base_url(self._client)
         url = f"{base}{df.EntityId.get_entity_id_url_path(self.entity(conversation_id))}"
         try:
             async with aiohttp.ClientSession() as session, session.get(url) as response:

@@ -17,6 +17,8 @@ from collections import OrderedDict
 
 import azure.durable_functions as df
 
+from .._deps.durable_private import rpc_base_url, task_hub_name
+
 RECENT_SECONDS = 60.0
 # Bounded: the oldest entries go first (they would have aged out soonest).
 MAX_RECENT = 10_000
@@ -52,13 +54,12 @@ class RecentWatches:
     def forget(self, client: df.DurableOrchestrationClient, entity_name: str, conversation_id: str) -> None:
         """Drop the conversation (it was deleted): its next turn starts the orchestration again."""
         with self._lock:
-            self._seen.pop(_key(client, entity_name, conversation_id), None)
+            if self._seen:  # with expiry off it stays empty: no key to build, so no read of the client's internals
+                self._seen.pop(_key(client, entity_name, conversation_id), None)
 
 
 def _key(client: df.DurableOrchestrationClient, entity_name: str, conversation_id: str) -> _Key:
-    # The binding's RPC base URL and task hub name the durable host; the SDK exposes no public accessor for them.
-    bindings = client._orchestration_bindings
-    return (str(bindings.rpc_base_url), str(bindings.task_hub_name), entity_name.lower(), conversation_id)
+    return (rpc_base_url(client), task_hub_name(client), entity_name.lower(), conversation_id)
 
 
 RECENT_WATCHES = RecentWatches()

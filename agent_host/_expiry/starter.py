@@ -110,7 +110,10 @@ class TurnExpiry:
         self._route = route
         self._conversation_id = conversation_id
         self._clock = clock
-        recent = RECENT_WATCHES.is_recent(client, route.entity_name, conversation_id)
+        # With expiry off nothing is ever remembered, and looking costs a read of the durable client's internals.
+        recent = route.conversation_ttl_seconds > 0 and RECENT_WATCHES.is_recent(
+            client, route.entity_name, conversation_id
+        )
         # Started now, so the start's round trip overlaps the turn instead of adding to it.
         self._started = None if recent else asyncio.ensure_future(self._start())
 

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 import azure.durable_functions as df
 
+from .._deps.durable_private import rpc_base_url
 from .._errors import InvalidRequestError, StorageUnavailableError
 
 CONTINUATION_HEADER = "x-ms-continuation-token"
@@ -60,8 +61,8 @@ async def list_instances(client: df.DurableOrchestrationClient, *, top: int, con
 async def _page(
     client: df.DurableOrchestrationClient, path: str, params: dict[str, Any], continuation_token: str | None
 ) -> Page:
-    # The binding's RPC base URL is where the SDK sends its own calls; it exposes no public accessor.
-    url = f"{client._orchestration_bindings.rpc_base_url}{path}?{urlencode(params)}"
+    # The binding's RPC base URL is where the SDK sends its own calls.
+    url = f"{rpc_base_url(client)}{path}?{urlencode(params)}"
     headers = {CONTINUATION_HEADER: continuation_token} if continuation_token else {}
     timeout = aiohttp.ClientTimeout(total=_QUERY_TIMEOUT_SECONDS)
     try:

@@ -27,6 +27,7 @@ from types import FrameType
 import azure.functions as func
 
 from .._clock import SYSTEM_CLOCK
+from .._deps.durable_private import close_shared_session
 from .activities import ActivityClients
 from .browser_guard import ALLOWED_HOSTS_SETTING, BrowserGuard, allowed_hosts_from_settings
 from .durable_api import DurableWebhookApi
@@ -406,8 +407,6 @@ async def _serve(local_host: LocalHost, banner_lines: Sequence[str]) -> None:
         local_host: The host to run.
         banner_lines: Extra banner lines.
     """
-    from azure.durable_functions.models.utils import http_utils
-
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
 
@@ -460,7 +459,7 @@ async def _serve(local_host: LocalHost, banner_lines: Sequence[str]) -> None:
     finally:
         await local_host.stop()
         try:
-            await http_utils._close_session()
+            await close_shared_session()
         except Exception:  # best effort at exit
             logger.debug("closing the durable client's HTTP session failed", exc_info=True)
         for signum in installed:

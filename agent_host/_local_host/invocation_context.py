@@ -19,6 +19,8 @@ from typing import Any
 
 import azure.functions as func
 
+from .._deps.functions_private import RetryContext, TraceContext
+
 _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 _INVALID_TRACE_ID = "0" * 32
 _INVALID_SPAN_ID = "0" * 16
@@ -67,7 +69,7 @@ def function_directory(user_function: Callable[..., Any]) -> str:
         return ""
 
 
-class _TraceContext(func._abc.TraceContext):
+class _TraceContext(TraceContext):
     """``context.trace_context``: the host's activity for this invocation."""
 
     def __init__(self, invocation: Invocation) -> None:
@@ -90,7 +92,7 @@ class _TraceContext(func._abc.TraceContext):
         return {}
 
 
-class _RetryContext(func._abc.RetryContext):
+class _RetryContext(RetryContext):
     """``context.retry_context``: the first and only attempt (the local host runs no retry policies)."""
 
     @property

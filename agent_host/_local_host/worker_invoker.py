@@ -28,6 +28,7 @@ import aiohttp
 import azure.functions as func
 from aiohttp import web
 
+from .._deps.functions_runtime_private import set_http_streams, worker_function_registry
 from .activities import ActivityClients, ActivityFunction, ActivityOutcome
 from .http_replies import Cookie, HttpReply
 from .indexing_rules import worker_refusal
@@ -109,7 +110,7 @@ class WorkerInvoker:
         meta.load_binding_registry()
         try:
             results, _ = loader.process_indexed_function(
-                self._protos, handle_event._functions, functions, str(scratch_dir)
+                self._protos, worker_function_registry(), functions, str(scratch_dir)
             )
         except Exception as exc:  # FunctionLoadError and anything else the worker's indexing raises
             reason = str(exc) if type(exc).__name__ == "FunctionLoadError" else _text(exc)
@@ -323,17 +324,9 @@ def _tell_http_streams(functions: Sequence[func.Function]) -> None:
     one app of a worker process and not for a process that hosts app after app (tests). The two differ only for an
     app that imports the extension and declares no function with its request, which the worker would refuse.
     """
-    from azure_functions_runtime.http_v2 import HttpV2Registry
-
     from .indexing_rules import uses_http_streams
 
-    streams = uses_http_streams(functions)
-    if streams:
-        import azurefunctions.extensions.base as ext_base
-
-        HttpV2Registry._ext_base = ext_base
-    HttpV2Registry._http_v2_enabled = streams
-    HttpV2Registry._http_v2_enabled_checked = True
+    set_http_streams(uses_http_streams(functions))
 
 
 def _raise_for_status(result: Any, what: str) -> None:

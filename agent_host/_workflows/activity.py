@@ -12,12 +12,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from agent_framework import Executor, Workflow
-from agent_framework._workflows._const import INTERNAL_SOURCE_ID
-from agent_framework._workflows._events import WorkflowEvent
-from agent_framework._workflows._runner_context import InProcRunnerContext, MessageType, WorkflowMessage
-from agent_framework._workflows._state import State, _DeleteSentinel
+from agent_framework import INTERNAL_SOURCE_ID, Executor, InProcRunnerContext, Workflow, WorkflowEvent, WorkflowMessage
 
+from .._deps.agent_framework_workflows_private import MessageType, State, output_classifier, pending_changes
 from .._event_loop import AGENT_LOOP
 from .codec import Identities, decode, encode
 from .contract import HOST_METADATA_KEY, type_at, type_path
@@ -72,7 +69,7 @@ async def _run(workflow: Workflow, executor: Executor, payload: dict[str, Any]) 
     if payload.get("executorState") is not None:
         await executor.on_checkpoint_restore(inner(payload["executorState"]))
     context = HostedRunnerContext(payload.get(HOST_METADATA_KEY))
-    context.set_yield_output_classifier(workflow._output_designation.classify)
+    context.set_yield_output_classifier(output_classifier(workflow))
     for item in payload["items"]:
         if item["kind"] == "response":
             request = WorkflowEvent.request_info(
@@ -117,13 +114,8 @@ async def _effects(
                     "responseType": type_path(event.response_type),
                 }
             )
-    writes: dict[str, Any] = {}
-    deletes: list[str] = []
-    for key, value in state._pending.items():
-        if value is _DeleteSentinel:
-            deletes.append(key)
-        else:
-            writes[key] = encode(value, identities)
+    written, deletes = pending_changes(state)
+    writes = {key: encode(value, identities) for key, value in written.items()}
     saved = await executor.on_checkpoint_save()
     return {
         "sent": sent,

@@ -17,11 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import azure.durable_functions as df
-from agent_framework import AgentExecutorRequest, AgentExecutorResponse, AgentResponse, Content, Message
-from agent_framework._workflows._message_utils import normalize_messages_input
-from agent_framework._workflows._runner_context import WorkflowMessage
+from agent_framework import (
+    AgentExecutorRequest,
+    AgentExecutorResponse,
+    AgentResponse,
+    Content,
+    Message,
+    WorkflowMessage,
+)
 
 from .._contract import RUN_OPERATION, ApprovalAnswer, RunOperation
+from .._deps.agent_framework_workflows_private import normalize_messages_input
 from .._errors import TurnFailedError
 from .._expiry.orchestration import watch_task
 from .._orchestrations.errors import AgentTurnError

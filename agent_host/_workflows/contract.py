@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from agent_framework import AgentExecutor, Content, Workflow
-from agent_framework._workflows._typing_utils import is_instance_of, try_coerce_to_type
 from pydantic import Field, StrictBool, field_validator
 
 from .._contract import WireModel
+from .._deps.agent_framework_workflows_private import is_instance_of, try_coerce_to_type
 
 WORKFLOW_NAME_PATTERN = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
 # Up to 100 characters, as agent-framework-azurefunctions' `runId`, of those that travel in a URL path unescaped

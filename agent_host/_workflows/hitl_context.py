@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._deps.agent_framework_workflows_private import runner_context_of
 from .contract import HOST_INSTANCE_ID, HOST_REQUEST_PATH_PREFIX, HOST_WORKFLOW_NAME
 
 # The app setting Azure Functions sets to the app's host name (add it to local.settings.json for `func start`).
@@ -49,7 +50,7 @@ class WorkflowHitlContext:
             ctx: The `WorkflowContext` the executor's handler was given.
             base_url: Scheme and host to build URLs on (a custom domain, say) instead of `WEBSITE_HOSTNAME`.
         """
-        metadata = getattr(getattr(ctx, "_runner_context", None), "host_metadata", None)
+        metadata = getattr(runner_context_of(ctx), "host_metadata", None)
         if not isinstance(metadata, dict):
             return None
         instance_id, workflow_name = metadata.get(HOST_INSTANCE_ID), metadata.get(HOST_WORKFLOW_NAME)
@@ -69,7 +70,7 @@ class WorkflowHitlContext:
 
         Each executor runs in its own activity with its own runner context, so the newest pending request is its own.
         """
-        getter = getattr(getattr(ctx, "_runner_context", None), "get_pending_request_info_events", None)
+        getter = getattr(runner_context_of(ctx), "get_pending_request_info_events", None)
         if getter is None:
             return None
         events = await getter()

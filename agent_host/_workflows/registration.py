@@ -14,17 +14,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_framework import AgentExecutor, Executor, SubWorkflowRequestMessage, Workflow, WorkflowExecutor
-from agent_framework._workflows._edge import (
+from agent_framework import (
+    AgentExecutor,
+    Executor,
     FanInEdgeGroup,
     FanOutEdgeGroup,
-    InternalEdgeGroup,
     SingleEdgeGroup,
+    SubWorkflowRequestMessage,
     SwitchCaseEdgeGroup,
     SwitchCaseEdgeGroupCase,
+    Workflow,
+    WorkflowExecutor,
 )
-from agent_framework._workflows._typing_utils import is_instance_of
 
+from .._deps.agent_framework_workflows_private import (
+    InternalEdgeGroup,
+    agent_context_filter,
+    agent_context_mode,
+    edge_condition,
+    ensure_trailing_user_turn,
+    is_instance_of,
+)
 from .._event_loop import AGENT_LOOP
 from .codec import UncarriableValueError, encode
 from .contract import WORKFLOW_NAME_PATTERN
@@ -82,17 +92,17 @@ class AgentNode:
     @property
     def context_mode(self) -> str:
         """The node's `context_mode` (`full` when it was not set)."""
-        return str(self.executor._context_mode)
+        return agent_context_mode(self.executor)
 
     @property
     def context_filter(self) -> Callable[[list[Any]], list[Any]] | None:
         """The node's `context_filter`, for `custom`."""
-        return self.executor._context_filter
+        return agent_context_filter(self.executor)
 
     @property
     def ensure_trailing_user_turn(self) -> bool:
         """Whether the node appends core's synthetic user turn after a trailing assistant message."""
-        return bool(self.executor._ensure_trailing_user_turn)
+        return ensure_trailing_user_turn(self.executor)
 
 
 @dataclass
@@ -170,7 +180,7 @@ def _agent_node(workflow: Workflow, executor: AgentExecutor) -> AgentNode:
             "AgentExecutor. Hosted agent nodes run core's AgentExecutor behaviour on conversation entities, so a "
             "subclass's own handlers would not run: use AgentExecutor itself, or a plain Executor that calls no agent."
         )
-    context_filter = executor._context_filter
+    context_filter = agent_context_filter(executor)
     if context_filter is not None and (
         inspect.iscoroutinefunction(context_filter) or inspect.iscoroutinefunction(type(context_filter).__call__)
     ):
@@ -211,8 +221,8 @@ def _check_edges(workflow: Workflow) -> None:
                 "Use single, fan-out, fan-in, switch-case or multi-selection edges."
             )
         for edge in group.edges:
-            _check_callable(workflow, getattr(edge, "_condition", None), f"the condition of edge {edge.id}")
-        _check_callable(workflow, getattr(group, "_selection_func", None), f"the selection function of {group.id}")
+            _check_callable(workflow, edge_condition(edge), f"the condition of edge {edge.id}")
+        _check_callable(workflow, getattr(group, "selection_func", None), f"the selection function of {group.id}")
         for case in getattr(group, "cases", ()):
             if isinstance(case, SwitchCaseEdgeGroupCase):
                 _check_callable(workflow, case.condition, f"a switch-case condition of {group.id}")

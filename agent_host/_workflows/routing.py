@@ -13,11 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_framework import Executor, Workflow
-from agent_framework._workflows._edge_runner import EdgeRunner, create_edge_runner, gather_cancelling_siblings_on_error
-from agent_framework._workflows._runner_context import WorkflowMessage
-from agent_framework._workflows._state import State
+from agent_framework import Executor, Workflow, WorkflowMessage, create_edge_runner
 
+from .._deps.agent_framework_workflows_private import EdgeRunner, State, gather_cancelling_siblings_on_error
 from .._event_loop import AGENT_LOOP
 
 

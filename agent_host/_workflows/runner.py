@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import azure.durable_functions as df
-from agent_framework import Content, WorkflowExecutor
-from agent_framework._workflows._const import INTERNAL_SOURCE_ID
-from agent_framework._workflows._runner_context import WorkflowMessage
+from agent_framework import INTERNAL_SOURCE_ID, Content, WorkflowExecutor, WorkflowMessage
 
+from .._deps.agent_framework_workflows_private import output_classifier
 from .agent_node import AgentNodeRunner, NodeEffects, NodeState, PendingRequest, RunContext
 from .codec import Identities, decode, encode, to_json_output
 from .contract import (
@@ -179,7 +178,7 @@ class WorkflowRun:
             for message in effects.sent:
                 following.setdefault(message.source_id, []).append(message)
             for executor_id, output in effects.outputs:
-                if self.workflow._output_designation.classify(executor_id) == "output":
+                if output_classifier(self.workflow)(executor_id) == "output":
                     self.outputs.append(output)
                     self.producers.append(executor_id)
             for request in effects.requests:

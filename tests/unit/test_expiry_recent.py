@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import agent_host._expiry.recent as recent_module
+from agent_host._clock import SYSTEM_CLOCK
+from agent_host._contract import AgentRoute
 from agent_host._expiry.recent import RecentWatches
+from agent_host._expiry.starter import OFF, TurnExpiry
 
 
 def client(rpc_base_url: str = "http://127.0.0.1:1000/", task_hub: str = "hub") -> Any:
@@ -64,3 +68,23 @@ def test_the_oldest_entries_go_first_past_the_limit(now: list[float]) -> None:
     kept = [c for c in ("c1", "c2", "c3", "c4") if watches.is_recent(client(), "conversation_assistant", c)]
 
     assert kept == ["c2", "c4"]
+
+
+def test_forgetting_with_nothing_watched_does_not_read_the_client() -> None:
+    # With expiry off nothing is ever remembered: a DELETE's forget must not touch the SDK's private binding.
+    watches = RecentWatches()
+
+    watches.forget(object(), "conversation_assistant", "c1")  # type: ignore[arg-type]
+
+    assert not watches._seen
+
+
+def test_a_turn_with_expiry_off_does_not_read_the_client() -> None:
+    # Every turn builds a TurnExpiry; with TTL off it must neither look up recent watches nor start anything.
+    route = AgentRoute(name="assistant", entity_name="conversation_assistant", history="durable")
+
+    async def turn() -> str:
+        expiry = TurnExpiry(object(), route, "c1", SYSTEM_CLOCK)  # type: ignore[arg-type]
+        return await expiry.finish(1)
+
+    assert asyncio.run(turn()) == OFF

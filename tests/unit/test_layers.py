@@ -18,6 +18,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "base",
         (
+            # The seams onto dependencies' private internals: they know the dependencies, nothing of the package.
+            "agent_host._deps",
             "agent_host._clock",
             "agent_host._errors",
             "agent_host._records",
