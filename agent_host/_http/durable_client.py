@@ -15,9 +15,11 @@ from typing import Any, TypeVar
 import aiohttp
 import azure.durable_functions as df
 
+from .._contract import RUN_OPERATION
 from .._conversation.state import APPLIED_CHANGES_KEY, DELETED_KEY, StoredState, decode_state, has_applied_delete
 from .._conversation.turn_records import find_turn, is_expired
 from .._errors import StateCorruptError, StateVersionError, StorageUnavailableError
+from .._tracing import with_trace_context
 
 FIRST_POLL_SECONDS = 0.005
 POLL_GROWTH = 1.5
@@ -42,6 +44,8 @@ class ConversationClient:
         Raises:
             StorageUnavailableError: the host did not accept the signal.
         """
+        if operation == RUN_OPERATION:
+            payload = with_trace_context(payload)  # the turn's entity operation continues this request's trace
         try:
             await self._client.signal_entity(self._entity(conversation_id), operation, payload)
         except (aiohttp.ClientError, TimeoutError) as exc:

@@ -122,6 +122,7 @@ def execution_started_event(
     execution_id: str,
     parent_instance_id: str | None = None,
     parent_task_id: int | None = None,
+    parent_trace_context: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ExecutionStarted event that begins an execution (the SDK fails without its ``Version`` field).
 
@@ -134,6 +135,8 @@ def execution_started_event(
         execution_id: The new execution.
         parent_instance_id: The parent of a sub-orchestration.
         parent_task_id: The parent's task id for it.
+        parent_trace_context: The starter's W3C trace context, as the Durable Task Framework records it
+            (``TraceParent``, ``TraceState``), so the orchestration continues its starter's trace.
 
     Returns:
         The event.
@@ -151,6 +154,7 @@ def execution_started_event(
         Input=input_text,
         OrchestrationInstance={"InstanceId": instance_id, "ExecutionId": execution_id},
         **parent,
+        **({"ParentTraceContext": parent_trace_context} if parent_trace_context else {}),
     )
 
 

@@ -24,9 +24,11 @@ from agent_framework._workflows._runner_context import WorkflowMessage
 from .._contract import RUN_OPERATION, ApprovalAnswer, RunOperation
 from .._errors import TurnFailedError
 from .._expiry.orchestration import watch_task
+from .._orchestrations.agent import started_event
 from .._orchestrations.errors import AgentTurnError
 from .._orchestrations.reply import AgentCall
 from .._orchestrations.task import AgentTask
+from .._tracing import orchestration_trace_context
 from .codec import Identities
 from .projection import Carried, Occurrences, Receipts, project
 from .registration import AgentNode, WorkflowRetryPolicy
@@ -199,6 +201,7 @@ class AgentNodeRunner:
             messages=None if approvals else [carried.message.to_dict() for carried in sent],
             approvals=approvals,
             reply=True,
+            trace_context=orchestration_trace_context(started_event(context)),
         )
         call = AgentCall(self._node.entity_name, self._run.scope, turn_id)
         entity_task = context.call_entity(
