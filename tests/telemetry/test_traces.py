@@ -9,11 +9,11 @@ from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from clocks import ManualClock
 from agent_framework import BaseChatClient, ChatResponse, Message
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 from agent_framework.observability import ChatTelemetryLayer
+from clocks import ManualClock
 from conftest import build_app, default_reply, make_agent
 from hosting import RunningHost
 from local_host.driving import OrchestrationHost
@@ -163,9 +163,7 @@ def test_a_turn_continues_the_callers_traceparent(spans: InMemorySpanExporter, t
     assert chat.context.trace_id == http.context.trace_id
 
 
-def test_an_orchestrations_agent_turn_continues_the_starters_trace(
-    spans: InMemorySpanExporter, tmp_path: Path
-) -> None:
+def test_an_orchestrations_agent_turn_continues_the_starters_trace(spans: InMemorySpanExporter, tmp_path: Path) -> None:
     clock = ManualClock()
     running = OrchestrationHost(lambda: chain_app(clock), tmp_path / "state", clock)
     tracer = trace.get_tracer("test")
