@@ -113,6 +113,16 @@ def operation_span(name: str, carrier: Mapping[str, str] | None, attributes: Map
         yield span
 
 
+@contextmanager
+def continued_trace(carrier: Mapping[str, str] | None) -> Iterator[None]:
+    """Make the carried trace current (no span of its own), so the spans core starts inside are its children."""
+    token = otel_context.attach(_parent(carrier))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
 def orchestration_trace_context(started_event: Any) -> dict[str, str] | None:
     """The trace context an orchestration continues: its ExecutionStarted event's `ParentTraceContext` (the same
     on every replay), else the current span's.

@@ -9,12 +9,23 @@ from typing import Any
 
 import azure.durable_functions as df
 import pytest
-from agent_framework import BaseChatClient, ChatResponse, Message
+from agent_framework import (
+    Agent,
+    AgentExecutor,
+    AgentExecutorResponse,
+    BaseChatClient,
+    ChatResponse,
+    Executor,
+    Message,
+    WorkflowBuilder,
+    WorkflowContext,
+    handler,
+)
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 from agent_framework.observability import ChatTelemetryLayer
 from clocks import ManualClock
-from conftest import build_app, default_reply, make_agent
+from conftest import build_app, default_reply, driver_for, make_agent
 from hosting import RunningHost
 from local_host.driving import OrchestrationHost
 from opentelemetry import trace
@@ -26,20 +37,8 @@ from agent_host import AgentFunctionApp, HostSettings
 
 BASE = "/api/agents/assistant/conversations"
 EXPORTER = InMemorySpanExporter()
-
-
-class RecordingWhileOn(SimpleSpanProcessor):
-    """Exports only while a test of this module runs: the global provider outlives it, and other tests' turns
-    would otherwise fill the exporter."""
-
-    on = False
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if self.on:
-            super().on_end(span)
-
-
-PROCESSOR = RecordingWhileOn(EXPORTER)
+PROVIDER = TracerProvider()
+PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
 
 
 class TracedChatClient(
@@ -58,17 +57,12 @@ class TracedChatClient(
 
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    # The global tracer provider can be set once per process: this module's provider stays, recording only here.
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(PROCESSOR)
-        trace.set_tracer_provider(provider)
-    assert isinstance(trace.get_tracer_provider(), TracerProvider)
-    PROCESSOR.on = True
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    # The global tracer provider can be set only once per process, so it is swapped in and out as OpenTelemetry's own
+    # test helpers do: other tests keep running without one, and their operation inputs carry no trace context.
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", PROVIDER)
     EXPORTER.clear()
     yield EXPORTER
-    PROCESSOR.on = False
     EXPORTER.clear()
 
 
@@ -135,6 +129,27 @@ def traced_host(tmp_path: Path) -> Iterator[RunningHost]:
     running.stop()
 
 
+def caller(trace_id: int, span_id: int) -> dict[str, str]:
+    return {"traceparent": f"00-{trace_id:032x}-{span_id:016x}-01"}
+
+
+def test_each_operation_of_a_batch_and_a_redelivered_one_parent_under_their_own_caller(
+    spans: InMemorySpanExporter,
+) -> None:
+    driver = driver_for(build_app(make_agent(TracedChatClient())), "assistant")
+    first = {"turnId": "1a0000000000000000a", "message": "one", "traceContext": caller(1, 11)}
+    second = {"turnId": "1a0000000000000000b", "message": "two", "traceContext": caller(2, 22)}
+
+    driver.send(("run", first), ("run", second))
+    driver.send(("run", first))  # redelivered: answered from its record, in its caller's trace all the same
+    finished = spans.get_finished_spans()
+
+    operations = named(finished, "run conversation_assistant")
+    invokes = named(finished, "invoke_agent")
+    assert [(span.context.trace_id, parent_id(span)) for span in operations] == [(1, 11), (2, 22), (1, 11)]
+    assert [parent_id(span) for span in invokes] == [span.context.span_id for span in operations[:2]]
+
+
 def test_two_turns_are_two_traces(spans: InMemorySpanExporter, traced_host: RunningHost) -> None:
     running = traced_host
 
@@ -189,6 +204,14 @@ def test_an_orchestrations_agent_turn_continues_the_starters_trace(spans: InMemo
     assert [parent_id(span) for span in operations] == [starter.get_span_context().span_id] * 2
 
 
+class Relay(Executor):
+    """Hands its input on unchanged: a non-agent executor, run in the workflow's activity."""
+
+    @handler
+    async def relay(self, response: AgentExecutorResponse, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(response.agent_response.text)
+
+
 def chain_app(clock: ManualClock) -> AgentFunctionApp:
     """An app whose orchestrator `chain` takes two turns of the agent `writer` in one conversation."""
     app = build_app(
@@ -204,3 +227,34 @@ def chain_app(clock: ManualClock) -> AgentFunctionApp:
         return [draft.text, better.text]
 
     return app
+
+
+def test_a_workflows_agent_nodes_continue_the_trace_of_the_request_that_started_the_run(
+    spans: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    def app() -> AgentFunctionApp:
+        writer = AgentExecutor(Agent(TracedChatClient(), name="writer"), id="writer")
+        editor = AgentExecutor(Agent(TracedChatClient(), name="editor"), id="editor")
+        relay = Relay(id="relay")
+        workflow = WorkflowBuilder(name="pair", start_executor=writer).add_chain([writer, relay, editor]).build()
+        return AgentFunctionApp(workflows=[workflow], settings=HostSettings(conversation_ttl_seconds=0))
+
+    running = RunningHost(app, tmp_path)
+    try:
+        reply = running.request("POST", "/api/workflows/pair/runs", {"input": "Pitch a cafe."})
+    finally:
+        running.stop()
+    finished = spans.get_finished_spans()
+
+    assert reply.status == 200, reply.body
+    http = only(named(finished, "POST /api/workflows/{workflow}/runs"))
+    operations = named(finished, "run workflow_agent_pair_")
+    invokes = named(finished, "invoke_agent")
+    assert [span.name for span in operations] == ["run workflow_agent_pair_writer", "run workflow_agent_pair_editor"]
+    assert {span.context.trace_id for span in operations + invokes} == {http.context.trace_id}
+    assert [parent_id(span) for span in operations] == [http.context.span_id] * 2
+    assert sorted(parent_id(span) for span in invokes) == sorted(span.context.span_id for span in operations)
+    # Core's own span of the relay's handler, run in the workflow's activity, joins the same trace.
+    relay = only(named(finished, "executor.process relay"))
+    assert relay.context.trace_id == http.context.trace_id
+    assert parent_id(relay) == http.context.span_id
