@@ -186,5 +186,5 @@ def _configure_azure_monitor() -> None:
 def _importable(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a missing parent package
+    except (ModuleNotFoundError, ValueError):  # a missing parent package, a module without a spec
         return False
