@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import agent_host._tracing as tracing
 
+CONNECTION_STRING = "InstrumentationKey=00000000-0000-0000-0000-000000000000"
 SETTINGS = (
     "APPLICATIONINSIGHTS_CONNECTION_STRING",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -57,7 +58,7 @@ def test_nothing_is_exported_by_default(configured: list[Any]) -> None:
 def test_a_connection_string_exports_to_azure_monitor_through_its_distro(
     configured: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("APPLICATIONINSIGHTS_CONNECTION_STRING", "InstrumentationKey=00000000-0000-0000-0000-000000000000")
+    monkeypatch.setenv("APPLICATIONINSIGHTS_CONNECTION_STRING", CONNECTION_STRING)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4317")
     fake_distro(monkeypatch, configured)
 
@@ -69,7 +70,7 @@ def test_a_connection_string_exports_to_azure_monitor_through_its_distro(
 def test_a_connection_string_without_the_distro_says_what_to_install(
     configured: list[Any], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv("APPLICATIONINSIGHTS_CONNECTION_STRING", "InstrumentationKey=00000000-0000-0000-0000-000000000000")
+    monkeypatch.setenv("APPLICATIONINSIGHTS_CONNECTION_STRING", CONNECTION_STRING)
     monkeypatch.setitem(sys.modules, "azure.monitor", None)  # not installed, whatever this machine has
 
     with caplog.at_level(logging.WARNING, logger="agent_host.tracing"):
