@@ -32,9 +32,7 @@ def configured(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(tracing, "_configured", False)
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
-    monkeypatch.setattr(
-        core_observability, "configure_otel_providers", lambda **kwargs: calls.append(("core", kwargs))
-    )
+    monkeypatch.setattr(core_observability, "configure_otel_providers", lambda **kwargs: calls.append(("core", kwargs)))
     return calls
 
 
