@@ -27,6 +27,7 @@ TURN_ID_ATTRIBUTE = "agent_host.turn.id"
 TRACE_CONTEXT_KEY = "traceContext"
 """The operation input's field holding the caller's W3C trace context (`traceparent`, `tracestate`)."""
 CONNECTION_STRING_SETTING = "APPLICATIONINSIGHTS_CONNECTION_STRING"
+AUTHENTICATION_STRING_SETTING = "APPLICATIONINSIGHTS_AUTHENTICATION_STRING"
 OTLP_ENDPOINT_SETTINGS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 # Core's own switch for its console exporters (agent_framework.observability), so one setting turns on both.
 CONSOLE_SETTING = "ENABLE_CONSOLE_EXPORTERS"
@@ -171,16 +172,29 @@ def configure_exporters() -> None:
 
 def _configure_azure_monitor() -> None:
     if not _importable("azure.monitor.opentelemetry"):
-        logger.warning(
-            "APPLICATIONINSIGHTS_CONNECTION_STRING is set but azure-monitor-opentelemetry is not installed, so "
-            "traces are not exported: add azure-monitor-opentelemetry to requirements.txt."
+        # Info, not a warning: the deployment sets the connection string for the Functions host's own telemetry too.
+        logger.info(
+            "APPLICATIONINSIGHTS_CONNECTION_STRING is set but azure-monitor-opentelemetry is not installed, so the "
+            "host's traces are not exported: add azure-monitor-opentelemetry to requirements.txt to export them."
         )
         return
     from agent_framework.observability import enable_instrumentation
     from azure.monitor.opentelemetry import configure_azure_monitor
 
-    configure_azure_monitor()
+    credential = _entra_credential(os.environ.get(AUTHENTICATION_STRING_SETTING, ""))
+    configure_azure_monitor(**({"credential": credential} if credential is not None else {}))
     enable_instrumentation()
+
+
+def _entra_credential(authentication: str) -> Any:
+    """The managed identity `APPLICATIONINSIGHTS_AUTHENTICATION_STRING` names (`ClientId=...;Authorization=AAD`), or
+    None without one: the deployment turns Application Insights' key authentication off."""
+    fields = dict(part.split("=", 1) for part in authentication.split(";") if "=" in part)
+    if fields.get("Authorization", "").upper() != "AAD":
+        return None
+    from azure.identity import ManagedIdentityCredential
+
+    return ManagedIdentityCredential(client_id=fields.get("ClientId") or None)
 
 
 def _importable(module: str) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 
 import agent_framework.observability as core_observability
 import pytest
+from azure.identity import ManagedIdentityCredential
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -18,6 +19,7 @@ import agent_host._tracing as tracing
 CONNECTION_STRING = "InstrumentationKey=00000000-0000-0000-0000-000000000000"
 SETTINGS = (
     "APPLICATIONINSIGHTS_CONNECTION_STRING",
+    "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     "ENABLE_CONSOLE_EXPORTERS",
@@ -65,13 +67,27 @@ def test_a_connection_string_exports_to_azure_monitor_through_its_distro(
     assert configured == [("azure_monitor", {})]
 
 
+def test_azure_monitor_signs_in_with_the_managed_identity_the_authentication_string_names(
+    configured: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APPLICATIONINSIGHTS_CONNECTION_STRING", CONNECTION_STRING)
+    monkeypatch.setenv("APPLICATIONINSIGHTS_AUTHENTICATION_STRING", "ClientId=1234;Authorization=AAD")
+    fake_distro(monkeypatch, configured)
+
+    tracing.configure_exporters()
+
+    ((name, arguments),) = configured
+    assert name == "azure_monitor"
+    assert isinstance(arguments["credential"], ManagedIdentityCredential)
+
+
 def test_a_connection_string_without_the_distro_says_what_to_install(
     configured: list[Any], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("APPLICATIONINSIGHTS_CONNECTION_STRING", CONNECTION_STRING)
     monkeypatch.setitem(sys.modules, "azure.monitor", None)  # not installed, whatever this machine has
 
-    with caplog.at_level(logging.WARNING, logger="agent_host.tracing"):
+    with caplog.at_level(logging.INFO, logger="agent_host.tracing"):
         tracing.configure_exporters()
 
     assert configured == []
