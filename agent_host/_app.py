@@ -52,6 +52,7 @@ from ._streaming.callbacks import AgentResponseCallbackProtocol
 from ._streaming.channel import TurnStreamStore
 from ._streaming.selection import stream_store_from_settings
 from ._streaming.store_source import StreamStoreSource
+from ._tracing import configure_exporters
 from ._workflows.contract import WorkflowRoute
 from ._workflows.functions import WorkflowFunctions, with_sub_workflows
 from ._workflows.registration import WorkflowRetryPolicy
@@ -158,6 +159,8 @@ class AgentFunctionApp(df.DFApp):
         register_state_types([*core_state_types(), *state_types])
         self.settings = settings or HostSettings.from_environment()
         CONVERSATION_CACHE.resize(self.settings.state_cache_mb * MB)
+        # Exporters as the environment asks (Azure Monitor, OTLP, console), once per process; none by default.
+        configure_exporters()
         self.max_poll_retries, self.poll_interval_seconds, self._poll_wait = _poll_wait(
             max_poll_retries, poll_interval_seconds, self.settings
         )

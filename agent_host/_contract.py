@@ -352,6 +352,9 @@ class RunOperation(BaseModel):
     # The conversation agent-framework-azurefunctions stored under the same id, to start from when nothing is
     # stored here yet (docs/migrating.md): ignored by a conversation that exists, or existed and was deleted.
     imported: ImportedConversation | None = None
+    # The caller's W3C trace context (`traceparent`, `tracestate`): the operation's span continues the caller's trace
+    # across the durable hop (docs/observability.md). Optional, so inputs sent before it existed still parse.
+    trace_context: dict[str, str] | None = None
 
     @model_validator(mode="after")
     def _one_kind_of_input(self) -> Self:

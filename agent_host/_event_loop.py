@@ -7,6 +7,7 @@ runs here, on one long-lived loop in a daemon thread (model clients may keep loo
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -38,12 +39,14 @@ class AgentEventLoop:
             return self._loop
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run `coroutine` on the host's loop and return its result (or raise its exception).
+        """Run `coroutine` on the host's loop, in the caller's context (its current span, so core's spans are the
+        caller's children), and return its result (or raise its exception).
 
         Raises:
             RunTimeoutError: the coroutine did not finish within `timeout` seconds; it is cancelled.
         """
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop())
+        caller = contextvars.copy_context()
+        future = asyncio.run_coroutine_threadsafe(_in_context(caller, coroutine), self._ensure_loop())
         try:
             return future.result(timeout)
         except TimeoutError:
@@ -51,6 +54,11 @@ class AgentEventLoop:
                 return future.result()
             future.cancel()
             raise RunTimeoutError(timeout or 0) from None
+
+
+async def _in_context(context: contextvars.Context, coroutine: Coroutine[Any, Any, T]) -> T:
+    """Await `coroutine` as a task of its own in `context`; cancelling this cancels it too."""
+    return await asyncio.get_running_loop().create_task(coroutine, context=context)
 
 
 AGENT_LOOP = AgentEventLoop()

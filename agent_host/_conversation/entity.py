@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_framework import Agent, AgentResponse, Content, Message, SupportsAgentRun
+from agent_framework.observability import OtelAttr
 from pydantic import BaseModel
 
 from .._clock import SYSTEM_CLOCK, Clock
@@ -38,6 +39,7 @@ from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackPr
 from .._streaming.channel import TurnStreamStore, stream_key
 from .._structured_output import structured_value
 from .._telemetry import telemetry
+from .._tracing import TURN_ID_ATTRIBUTE, operation_span
 from .approvals import answer_contents, answered_approvals, pending_from_response, remaining_after
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import (
@@ -172,6 +174,17 @@ class ConversationEntity:
 
     def _run(self, context: df.DurableEntityContext) -> None:
         request = _operation_input(context, RunOperation)
+        attributes = {
+            OtelAttr.AGENT_NAME: self.agent_name,
+            OtelAttr.CONVERSATION_ID: context.entity_key,
+            TURN_ID_ATTRIBUTE: request.turn_id,
+        }
+        # The caller's trace, restored per operation from its own input: a batch's operations, and a redelivered
+        # one, each parent under their own caller; the agent runs inside it, so core's spans are its children.
+        with operation_span(f"{RUN_OPERATION} {context.entity_name}", request.trace_context, attributes):
+            self._take_turn(context, request)
+
+    def _take_turn(self, context: df.DurableEntityContext, request: RunOperation) -> None:
         turn_id = request.turn_id
         raw = read_raw_state(context)
         state, stored_bytes = self._load_state(context, raw)

@@ -16,11 +16,12 @@ import aiohttp
 import azure.durable_functions as df
 
 from .._clock import Clock
-from .._contract import AgentRoute
+from .._contract import RUN_OPERATION, AgentRoute
 from .._conversation.state import decode_state
 from .._conversation.view import ConversationView
 from .._errors import StateCorruptError, StateVersionError, StorageUnavailableError
 from .._expiry.starter import TurnExpiry
+from .._tracing import with_trace_context
 from .entity_state import EntityStateReader
 from .published_import import history_to_import
 
@@ -55,6 +56,8 @@ class DurableConversationClient:
         Raises:
             StorageUnavailableError: the host did not accept the signal.
         """
+        if operation == RUN_OPERATION:
+            payload = with_trace_context(payload)  # the turn's entity operation continues this request's trace
         try:
             await self._client.signal_entity(self._entities.entity(conversation_id), operation, payload)
         except (aiohttp.ClientError, TimeoutError) as exc:

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 import azure.functions as func
 
 from .._errors import AgentHostError, MethodNotAllowedError, internal_error, status_for_code
-from .event_stream import RouteResponse
+from .._tracing import http_span, record_status
+from .event_stream import EventStreamResponse, RouteResponse
 
 logger = logging.getLogger("agent_host.http")
 
@@ -47,7 +48,17 @@ async def respond(
     """Run a route's handler for one of its `methods`, rendering any error it raises.
 
     `OPTIONS` answers 204 with the route's methods in `Allow`; any other method outside `methods` answers 405.
+    The handler runs inside the request's span, so a turn it signals carries the request's trace.
     """
+    with http_span(req) as span:
+        response = await _answer(req, methods, handler)
+        record_status(span, response.status if isinstance(response, EventStreamResponse) else response.status_code)
+        return response
+
+
+async def _answer(
+    req: func.HttpRequest, methods: tuple[str, ...], handler: Callable[[], Awaitable[HandlerResponse]]
+) -> HandlerResponse | func.HttpResponse:
     method = req.method.upper()
     try:
         if method == "OPTIONS":

@@ -258,6 +258,7 @@ class OrchestrationWebhookApi:
             execution_id=uuid.uuid4().hex,
             input=body or None,  # the body as sent, which is the SDK client's encoded input as a JSON string
             at_ms=self._clock.now_ms(),
+            parent_trace_context=_trace_context(request),
         )
         existing = await asyncio.to_thread(self._store.start, start, keep_statuses=self._keep)
         if existing is not None:
@@ -588,3 +589,13 @@ def _is_json(text: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+def _trace_context(request: web.BaseRequest) -> dict[str, str] | None:
+    """The W3C trace context the client sent with a start (the SDK sends its current span's), as the Durable Task
+    Framework records it in ExecutionStarted."""
+    parent = request.headers.get("traceparent")
+    if not parent:
+        return None
+    state = request.headers.get("tracestate")
+    return {"TraceParent": parent, **({"TraceState": state} if state else {})}

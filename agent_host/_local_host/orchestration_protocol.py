@@ -122,6 +122,7 @@ def execution_started_event(
     execution_id: str,
     parent_instance_id: str | None = None,
     parent_task_id: int | None = None,
+    parent_trace_context: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ExecutionStarted event that begins an execution (the SDK fails without its ``Version`` field).
 
@@ -134,6 +135,8 @@ def execution_started_event(
         execution_id: The new execution.
         parent_instance_id: The parent of a sub-orchestration.
         parent_task_id: The parent's task id for it.
+        parent_trace_context: The starter's W3C trace context, as the Durable Task Framework records it
+            (``TraceParent``, ``TraceState``), so the orchestration continues its starter's trace.
 
     Returns:
         The event.
@@ -143,15 +146,16 @@ def execution_started_event(
         if parent_instance_id is not None
         else {}
     )
-    return history_event(
-        HistoryEventType.EXECUTION_STARTED,
-        at_ms,
-        Name=name,
-        Version=version or "",
-        Input=input_text,
-        OrchestrationInstance={"InstanceId": instance_id, "ExecutionId": execution_id},
+    fields: dict[str, Any] = {
+        "Name": name,
+        "Version": version or "",
+        "Input": input_text,
+        "OrchestrationInstance": {"InstanceId": instance_id, "ExecutionId": execution_id},
         **parent,
-    )
+    }
+    if parent_trace_context:
+        fields["ParentTraceContext"] = parent_trace_context
+    return history_event(HistoryEventType.EXECUTION_STARTED, at_ms, **fields)
 
 
 def entity_response_event(request_id: str, result_text: str, *, failed: bool, at_ms: int) -> dict[str, Any]:

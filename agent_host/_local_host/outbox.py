@@ -145,6 +145,7 @@ class InstanceStart:
         parent_instance_id: For a sub-orchestration, its parent.
         parent_execution_id: The parent's execution.
         parent_task_id: The parent's task id for this sub-orchestration.
+        parent_trace_context: The starter's trace context (``TraceParent``, ``TraceState``), when it sent one.
     """
 
     instance_id: str
@@ -156,6 +157,7 @@ class InstanceStart:
     parent_instance_id: str | None = None
     parent_execution_id: str | None = None
     parent_task_id: int | None = None
+    parent_trace_context: dict[str, str] | None = None
 
     def started_event(self) -> dict[str, Any]:
         """The ExecutionStarted event of the new execution."""
@@ -168,6 +170,7 @@ class InstanceStart:
             execution_id=self.execution_id,
             parent_instance_id=self.parent_instance_id,
             parent_task_id=self.parent_task_id,
+            parent_trace_context=self.parent_trace_context,
         )
 
 

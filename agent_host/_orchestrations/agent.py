@@ -20,6 +20,7 @@ from azure.durable_functions.models.history import HistoryEventType
 from .._contract import RUN_OPERATION, AgentRoute, RunOperation, validate_conversation_id
 from .._errors import InvalidRequestError
 from .._expiry.orchestration import watch_task
+from .._tracing import orchestration_trace_context
 from .._turn_ids import format_turn_id
 from .options import run_options
 from .reply import AgentCall
@@ -110,6 +111,7 @@ class OrchestrationAgent:
             reply=True,
             options=prepared.sent,
             enable_tool_calls=prepared.tools_enabled,
+            trace_context=orchestration_trace_context(started_event(self._context)),
         )
         entity_task = self._context.call_entity(
             df.EntityId(self._route.entity_name, conversation_id),
@@ -163,13 +165,15 @@ def orchestration_agent(
     return OrchestrationAgent(context, route)
 
 
+def started_event(context: df.DurableOrchestrationContext) -> Any:
+    """The execution's ExecutionStarted history event, or None before it is in the history."""
+    return next((event for event in context.histories if event.event_type == HistoryEventType.EXECUTION_STARTED), None)
+
+
 def _execution_id(context: df.DurableOrchestrationContext) -> str:
     """The id of the orchestration's current execution, as the host's ExecutionStarted event names it ("" if not)."""
-    for event in context.histories:
-        if event.event_type == HistoryEventType.EXECUTION_STARTED:
-            instance = getattr(event, "OrchestrationInstance", None)
-            return str(instance.get("ExecutionId") or "") if isinstance(instance, dict) else ""
-    return ""
+    instance = getattr(started_event(context), "OrchestrationInstance", None)
+    return str(instance.get("ExecutionId") or "") if isinstance(instance, dict) else ""
 
 
 def _checked_conversation_id(conversation_id: str, route: AgentRoute) -> str:

@@ -16,6 +16,7 @@ from agent_framework import INTERNAL_SOURCE_ID, Executor, InProcRunnerContext, W
 
 from .._deps.agent_framework_workflows_private import MessageType, State, output_classifier, pending_changes
 from .._event_loop import AGENT_LOOP
+from .._tracing import TRACE_CONTEXT_KEY, continued_trace
 from .codec import Identities, decode, encode
 from .contract import HOST_METADATA_KEY, type_at, type_path
 from .projection import Occurrences
@@ -53,7 +54,7 @@ def run_executor_activity(
     executor = workflow.executors[payload["executorId"]]
     if payload.get("executorState") is None:
         payload = {**payload, "executorState": initial_state}
-    with _lock_for(executor):
+    with _lock_for(executor), continued_trace(payload.get(TRACE_CONTEXT_KEY)):
         return AGENT_LOOP.run(_run(workflow, executor, payload), timeout=timeout_seconds)
 
 

@@ -30,9 +30,11 @@ from .._contract import RUN_OPERATION, ApprovalAnswer, RunOperation
 from .._deps.agent_framework_workflows_private import normalize_messages_input
 from .._errors import TurnFailedError
 from .._expiry.orchestration import watch_task
+from .._orchestrations.agent import started_event
 from .._orchestrations.errors import AgentTurnError
 from .._orchestrations.reply import AgentCall
 from .._orchestrations.task import AgentTask
+from .._tracing import orchestration_trace_context
 from .._turn_ids import format_turn_id
 from .codec import Identities
 from .projection import Carried, Occurrences, Receipts, project
@@ -206,6 +208,7 @@ class AgentNodeRunner:
             messages=None if approvals else [carried.message.to_dict() for carried in sent],
             approvals=approvals,
             reply=True,
+            trace_context=orchestration_trace_context(started_event(context)),
         )
         call = AgentCall(self._node.entity_name, self._run.scope, turn_id)
         entity_task = context.call_entity(

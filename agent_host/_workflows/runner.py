@@ -21,6 +21,8 @@ import azure.durable_functions as df
 from agent_framework import INTERNAL_SOURCE_ID, Content, WorkflowExecutor, WorkflowMessage
 
 from .._deps.agent_framework_workflows_private import output_classifier
+from .._orchestrations.agent import started_event
+from .._tracing import TRACE_CONTEXT_KEY, orchestration_trace_context
 from .agent_node import AgentNodeRunner, NodeEffects, NodeState, PendingRequest, RunContext
 from .codec import Identities, decode, encode, to_json_output
 from .contract import (
@@ -214,6 +216,9 @@ class WorkflowRun:
             "executorState": self.executor_states.get(target_id),
             HOST_METADATA_KEY: self.host,
         }
+        # Core's executor and edge spans in the activity continue the run's trace, as its agent nodes do.
+        if (carried := orchestration_trace_context(started_event(self.context))) is not None:
+            payload[TRACE_CONTEXT_KEY] = carried
         result = yield from self._with_retries(lambda: self.context.call_activity(self.hosted.activity_name, payload))
         effects = NodeEffects()
         for sent in result["sent"]:

@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agent_host._settings",
             "agent_host._event_loop",
             "agent_host._telemetry",
+            "agent_host._tracing",
             "agent_host._offline",
             "agent_host._streaming",
             # What a workflow run and the HTTP side both speak: the run's contract, its codec and message identity.
