@@ -12,13 +12,15 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import azure.functions as func
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+if TYPE_CHECKING:  # the entity uses this module too, and never loads azure.functions
+    import azure.functions as func
 
 logger = logging.getLogger("agent_host.tracing")
 

@@ -24,8 +24,9 @@ from agent_framework import (
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 from agent_framework.observability import ChatTelemetryLayer
+from apps import build_app, driver_for, make_agent
+from chat_clients import default_reply
 from clocks import ManualClock
-from conftest import build_app, default_reply, driver_for, make_agent
 from hosting import RunningHost
 from local_host.driving import OrchestrationHost
 from opentelemetry import trace
