@@ -21,7 +21,7 @@ from agent_framework import SupportsAgentRun, Workflow
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._contract import LONGEST_GENERATED_CONVERSATION_ID, AgentRoute, conversation_id_limit
-from ._conversation.entity import ConversationEntity
+from ._conversation.entity import ConversationEntityFunction
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._conversation.state_cache import CONVERSATION_CACHE, MB
@@ -174,7 +174,7 @@ class AgentFunctionApp(df.DFApp):
         # ones whose `/api/agents/{name}/...` routes are served.
         self._agent_routes: dict[str, AgentRoute] = {}
         self._http_agent_routes: dict[str, AgentRoute] = {}
-        self._entities: dict[str, ConversationEntity] = {}
+        self._entities: dict[str, ConversationEntityFunction] = {}
         self._expiry = ExpiryFunctions(self)
         self._workflows = WorkflowFunctions(
             self,
@@ -285,7 +285,7 @@ class AgentFunctionApp(df.DFApp):
             else ttl_seconds_of(conversation_ttl, f"add_agent({name!r}): conversation_ttl")
         )
         plan = plan_history(agent)
-        entity = ConversationEntity(
+        entity = ConversationEntityFunction(
             name,
             agent,
             plan=plan,
@@ -395,10 +395,10 @@ class AgentFunctionApp(df.DFApp):
             http_enabled=False,
         )
 
-    def _node_entity(self, entity_name: str, agent: SupportsAgentRun) -> ConversationEntity:
+    def _node_entity(self, entity_name: str, agent: SupportsAgentRun) -> ConversationEntityFunction:
         """The conversation entity of a workflow's agent node: named for the node, so sessions keep nodes apart."""
         self._expiry.set_ttl(entity_name, self.settings.conversation_ttl_seconds)
-        return ConversationEntity(
+        return ConversationEntityFunction(
             entity_name,
             agent,
             plan=plan_history(agent),
@@ -413,7 +413,7 @@ class AgentFunctionApp(df.DFApp):
             callback=self.default_callback,
         )
 
-    def _register_entity(self, entity_name: str, entity: ConversationEntity) -> None:
+    def _register_entity(self, entity_name: str, entity: ConversationEntityFunction) -> None:
         def conversation_entity(context: df.DurableEntityContext) -> None:
             entity(context)
 

@@ -44,7 +44,7 @@ from agent_framework import (
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient, RetentionSettings
 from agent_host._conversation.state import EXPIRED_TURNS_KEY, MESSAGES_KEY, TURNS_KEY, encode_state
-from agent_host._conversation.turn_records import answer_messages, turn_text
+from agent_host._conversation.turn_receipts import answer_messages, turn_text
 
 from .workload import entity_batch
 

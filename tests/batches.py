@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_host._conversation.turn_records import answer_messages, turn_text
+from agent_host._conversation.turn_receipts import answer_messages, turn_text
 
 
 def signal_input(payload: Any) -> str | None:

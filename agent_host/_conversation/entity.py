@@ -51,7 +51,7 @@ from .history import (
 )
 from .history_plan import HistoryPlan
 from .replies import expired_result, run_result
-from .retention import Receipts, apply_retention_settings, make_room_for_turn, retain_after_turn
+from .retention import ReceiptPolicy, apply_retention_settings, make_room_for_turn, retain_after_turn
 from .sessions import restore_session, session_id_for, snapshot_session
 from .state import (
     AGENT_KEY,
@@ -85,15 +85,15 @@ from .state import (
 from .state_cache import CONVERSATION_CACHE
 from .streamed_turn import StreamedTurn
 from .turn_failures import describe_failure
-from .turn_records import (
+from .turn_receipts import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
-    completed_record,
+    completed_receipt,
     expired_keyed_turn,
-    failed_record,
+    failed_receipt,
     find_keyed_turn,
     keep_delivered_answers,
-    record_turn,
+    record_receipt,
 )
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("agent_host.entity")
 
-StreamStoreSource = Callable[[], TurnStreamStore | None]
+StreamStoreLookup = Callable[[], TurnStreamStore | None]
 """Where turn streams are written: resolved when a turn first needs it; None when no store is configured."""
 # Deleting the streams of dropped receipts is best effort and must not hold up the operation for long.
 STREAM_DELETE_TIMEOUT_SECONDS = 10.0
@@ -110,7 +110,7 @@ STREAM_DELETE_TIMEOUT_SECONDS = 10.0
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-class ConversationEntity:
+class ConversationEntityFunction:
     """Runs the operations of one agent's conversation entities.
 
     Args:
@@ -139,7 +139,7 @@ class ConversationEntity:
         turn_record_ttl_seconds: float = DEFAULT_TURN_RECORD_TTL_SECONDS,
         run_timeout_seconds: float = 230.0,
         clock: Clock = SYSTEM_CLOCK,
-        stream_store: StreamStoreSource | None = None,
+        stream_store: StreamStoreLookup | None = None,
         callback: AgentResponseCallbackProtocol | None = None,
         turn_error_details: bool = False,
     ) -> None:
@@ -237,8 +237,8 @@ class ConversationEntity:
         source = {**imported.source, "at": self.clock.now_ms()}
         return decode_state({**state, MESSAGES_KEY: list(imported.messages), IMPORTED_FROM_KEY: source})
 
-    def _receipts(self, turn_id: str | None) -> Receipts:
-        return Receipts(max_records=self.max_turn_records, protected_turn=turn_id)
+    def _receipts(self, turn_id: str | None) -> ReceiptPolicy:
+        return ReceiptPolicy(max_records=self.max_turn_records, protected_turn=turn_id)
 
     def _streamed_turn(self, context: df.DurableEntityContext, request: RunOperation) -> StreamedTurn | None:
         """How a turn is watched while it runs, or None when nobody watches it (it then runs without streaming)."""
@@ -294,7 +294,7 @@ class ConversationEntity:
 
         new_capacity_error = after.get(CAPACITY_ERROR_KEY) if not before.get(CAPACITY_ERROR_KEY) else None
         error = record.get("error") or new_capacity_error
-        telemetry().record_turn(
+        telemetry().record_receipt(
             agent=self.agent_name,
             conversation_id=conversation_id,
             turn_id=turn_id,
@@ -327,15 +327,15 @@ class ConversationEntity:
             error = self._turn_error(exc, conversation_id, request.turn_id)
             sent = request.message or _last_text(request.messages)
             approvals = [answer.model_dump() for answer in request.approvals]
-            record = failed_record(error.to_record(), self.clock.now_ms(), sent, approvals)
+            record = failed_receipt(error.to_record(), self.clock.now_ms(), sent, approvals)
             new = copy.copy(state)
         else:
             mismatch = _structured_output_mismatch(response, request.response_format)
             if mismatch is not None:
                 # The model answered, just not as asked: the answer stays in the history, the turn fails.
-                record = failed_record(mismatch.to_record(), self.clock.now_ms())
+                record = failed_receipt(mismatch.to_record(), self.clock.now_ms())
             else:
-                record = completed_record(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
+                record = completed_receipt(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
                 if request.response_format is not None:
                     record[STRUCTURED_KEY] = True
         if request.idempotency_key:
@@ -344,7 +344,7 @@ class ConversationEntity:
             # Known for free (the stored string's length): the receipts then chart the state's size turn by turn.
             record[STATE_BYTES_KEY] = stored_bytes
         now = self.clock.now_ms()
-        record_turn(
+        record_receipt(
             new,
             request.turn_id,
             record,

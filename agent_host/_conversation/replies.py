@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from .._contract import MAX_REPLY_BYTES, RunReply
 from .state import TURNS_KEY, StoredState
-from .turn_records import answer_messages
+from .turn_receipts import answer_messages
 
 EXPIRED_STATUS: Final = "expired"
 

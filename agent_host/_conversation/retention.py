@@ -57,7 +57,7 @@ from .state import (
     StoredState,
     encode_state,
 )
-from .turn_records import expire_turns, holds_copies, named_messages
+from .turn_receipts import expire_turns, holds_copies, named_messages
 
 logger = logging.getLogger("agent_host.retention")
 
@@ -195,7 +195,7 @@ class RetentionOutcome:
 
 
 @dataclass(frozen=True)
-class Receipts:
+class ReceiptPolicy:
     """What retention may do with turn receipts: how many expired ids to remember, which turn to keep whole."""
 
     max_records: int
@@ -218,7 +218,7 @@ class RetentionStrategy(ABC):
         self.settings = settings
 
     def make_room(
-        self, state: StoredState, incoming: dict[str, Any], receipts: Receipts, stored_bytes: int | None
+        self, state: StoredState, incoming: dict[str, Any], receipts: ReceiptPolicy, stored_bytes: int | None
     ) -> StoredState:
         """The state a turn may run on, given the stored record of its input message (`incoming`).
 
@@ -230,10 +230,10 @@ class RetentionStrategy(ABC):
         return state
 
     @abstractmethod
-    def __call__(self, current: EncodedState, receipts: Receipts, now_ms: int) -> RetentionOutcome:
+    def __call__(self, current: EncodedState, receipts: ReceiptPolicy, now_ms: int) -> RetentionOutcome:
         """Delete what this mode deletes after a completed turn; `now_ms` is the time recorded for evictions."""
 
-    def bound_receipts(self, current: EncodedState, receipts: Receipts) -> RetentionOutcome:
+    def bound_receipts(self, current: EncodedState, receipts: ReceiptPolicy) -> RetentionOutcome:
         """Turn receipts held to their share of the budget."""
         share = math.floor(self.settings.max_state_bytes * RECEIPT_SHARE)
         # The receipts are part of the state: when the whole state is within their share, so are they, uncounted.
@@ -259,7 +259,7 @@ class KeepAllStrategy(RetentionStrategy):
     mode: ClassVar[RetentionModeName] = KEEP_ALL
 
     def make_room(
-        self, state: StoredState, incoming: dict[str, Any], receipts: Receipts, stored_bytes: int | None
+        self, state: StoredState, incoming: dict[str, Any], receipts: ReceiptPolicy, stored_bytes: int | None
     ) -> StoredState:
         """The state, its receipts trimmed when that makes room; the answer's size cannot be known before the model
         runs, so a turn may still end over the budget, and the next one is then refused."""
@@ -281,10 +281,10 @@ class KeepAllStrategy(RetentionStrategy):
         )
         raise StateCapacityExceededError(conversation, size + incoming_bytes, budget, KEEP_ALL)
 
-    def __call__(self, current: EncodedState, receipts: Receipts, now_ms: int) -> RetentionOutcome:
+    def __call__(self, current: EncodedState, receipts: ReceiptPolicy, now_ms: int) -> RetentionOutcome:
         return self.bound_receipts(current, receipts)
 
-    def bound_receipts(self, current: EncodedState, receipts: Receipts) -> RetentionOutcome:
+    def bound_receipts(self, current: EncodedState, receipts: ReceiptPolicy) -> RetentionOutcome:
         """Receipts held to their share and, since no message is evicted, to what the budget leaves them."""
         shared = super().bound_receipts(current, receipts)
         if shared.current.size <= self.settings.max_state_bytes:
@@ -307,7 +307,7 @@ class AutoStrategy(RetentionStrategy):
 
     mode: ClassVar[RetentionModeName] = AUTO
 
-    def __call__(self, current: EncodedState, receipts: Receipts, now_ms: int) -> RetentionOutcome:
+    def __call__(self, current: EncodedState, receipts: ReceiptPolicy, now_ms: int) -> RetentionOutcome:
         outcome = self.bound_receipts(current, receipts)
         if outcome.state_bytes < math.floor(self.settings.max_state_bytes * self.settings.high_watermark):
             return outcome
@@ -326,7 +326,7 @@ class FollowCompactionStrategy(AutoStrategy):
 
     mode: ClassVar[RetentionModeName] = FOLLOW_COMPACTION
 
-    def __call__(self, current: EncodedState, receipts: Receipts, now_ms: int) -> RetentionOutcome:
+    def __call__(self, current: EncodedState, receipts: ReceiptPolicy, now_ms: int) -> RetentionOutcome:
         followed = _compacted_ids(current.state[MESSAGES_KEY]) if current.state.get(MESSAGES_KEY) else []
         if not followed:
             return super().__call__(current, receipts, now_ms)
@@ -369,7 +369,7 @@ def retention_of(state: Mapping[str, Any]) -> RetentionSettings:
 
 
 def make_room_for_turn(
-    state: StoredState, incoming: dict[str, Any], receipts: Receipts, stored_bytes: int | None = None
+    state: StoredState, incoming: dict[str, Any], receipts: ReceiptPolicy, stored_bytes: int | None = None
 ) -> StoredState:
     """The state a turn may run on: under `keep_all` refused before the model runs when it would go over its budget.
 
@@ -383,7 +383,7 @@ def make_room_for_turn(
 
 
 def retain_after_turn(
-    state: StoredState, turn: Mapping[str, Any], *, now_ms: int, text: str, receipts: Receipts
+    state: StoredState, turn: Mapping[str, Any], *, now_ms: int, text: str, receipts: ReceiptPolicy
 ) -> tuple[StoredState, str]:
     """The state to commit after a turn, and its exact encoding.
 
@@ -405,7 +405,7 @@ def retain_after_turn(
 
 
 def enforce_retention(
-    state: StoredState, *, now_ms: int, receipts: Receipts, text: str | None = None
+    state: StoredState, *, now_ms: int, receipts: ReceiptPolicy, text: str | None = None
 ) -> RetentionOutcome:
     """Apply the conversation's retention after a successful turn.
 
@@ -462,7 +462,7 @@ def _receipt_cost(turn_id: str, record: dict[str, Any]) -> int:
 
 
 def _trim_receipts(
-    state: StoredState, costs: Mapping[str, int], receipts: Receipts, excess: int
+    state: StoredState, costs: Mapping[str, int], receipts: ReceiptPolicy, excess: int
 ) -> tuple[StoredState, list[str]]:
     """Drop turn receipts (`costs`: each one's stored bytes) until about `excess` bytes are freed.
 
@@ -483,7 +483,7 @@ def _trim_receipts(
     return (_expired(dict(state), dropped, receipts), dropped) if dropped else (state, [])
 
 
-def _drop_answer_copies(current: EncodedState, receipts: Receipts, needed: int) -> tuple[StoredState, list[str]]:
+def _drop_answer_copies(current: EncodedState, receipts: ReceiptPolicy, needed: int) -> tuple[StoredState, list[str]]:
     """Expire the oldest receipts that keep their own answer copies until about `needed` bytes are freed."""
     turns = current.state.get(TURNS_KEY, {})
     dropped: list[str] = []
@@ -497,7 +497,7 @@ def _drop_answer_copies(current: EncodedState, receipts: Receipts, needed: int) 
 
 
 def _evict_under_pressure(
-    current: EncodedState, settings: RetentionSettings, receipts: Receipts, now_ms: int
+    current: EncodedState, settings: RetentionSettings, receipts: ReceiptPolicy, now_ms: int
 ) -> RetentionOutcome:
     """Evict groups in `_eviction_steps` order until the state is down to the low watermark.
 
@@ -710,7 +710,7 @@ def _is_excluded(record: Mapping[str, Any]) -> bool:
     return bool(props and props.get(EXCLUDED_KEY))
 
 
-def _without(state: StoredState, ids: set[str], receipts: Receipts, now_ms: int) -> tuple[StoredState, list[str]]:
+def _without(state: StoredState, ids: set[str], receipts: ReceiptPolicy, now_ms: int) -> tuple[StoredState, list[str]]:
     """A copy of `state` without the messages `ids`, counted in its truncation record; receipts naming a deleted
     message expire with it.
 
@@ -731,7 +731,7 @@ def _without(state: StoredState, ids: set[str], receipts: Receipts, now_ms: int)
     return _expired(new, expired, receipts), expired
 
 
-def _expired(state: StoredState, turn_ids: Sequence[str], receipts: Receipts) -> StoredState:
+def _expired(state: StoredState, turn_ids: Sequence[str], receipts: ReceiptPolicy) -> StoredState:
     """`state` (a copy the caller owns) with these turns' receipts dropped and counted as expired answers."""
     if not turn_ids:
         return state

@@ -75,8 +75,8 @@ class MessageRecord(TypedDict):
     at: int
 
 
-class TurnRecordDict(TypedDict):
-    """One turn's delivery receipt (see `TurnRecord`)."""
+class TurnReceiptDict(TypedDict):
+    """One turn's delivery receipt (see `TurnReceipt`)."""
 
     status: Literal["completed", "failed"]
     at: int
@@ -119,7 +119,7 @@ class StoredMessage(_StateModel):
     at: int = Field(description="When the message was stored, milliseconds since the Unix epoch.")
 
 
-class ErrorRecord(_StateModel):
+class StoredError(_StateModel):
     """Why a turn failed: a stable code and a message fit to show a user."""
 
     code: str
@@ -150,7 +150,7 @@ class FailedTurnInput(_StateModel):
     approvals: list[dict[str, Any]] | None = Field(default=None, description="The approval answers it brought.")
 
 
-class TurnRecord(_StateModel):
+class TurnReceipt(_StateModel):
     """The delivery receipt of one turn: what its caller reads, independent of the transcript."""
 
     status: Literal["completed", "failed"]
@@ -166,7 +166,7 @@ class TurnRecord(_StateModel):
     )
     usage: dict[str, Any] | None = None
     approval_requests: list[ApprovalRequest] | None = None
-    error: ErrorRecord | None = None
+    error: StoredError | None = None
     state_bytes: int | None = Field(
         default=None, description="The conversation's stored size in bytes when this turn began (none for its first)."
     )
@@ -180,7 +180,7 @@ class TurnRecord(_StateModel):
     at: int
 
 
-class TruncationRecord(_StateModel):
+class TruncationNote(_StateModel):
     """What retention has deleted from this conversation so far."""
 
     evicted_messages: int = 0
@@ -189,7 +189,7 @@ class TruncationRecord(_StateModel):
     expired_answers: int = Field(default=0, description="Turn answers dropped to keep the state within its budget.")
 
 
-class DeletedRecord(_StateModel):
+class Tombstone(_StateModel):
     """The tombstone a deleted conversation leaves, so reads of its turns answer definitively."""
 
     at: int
@@ -197,7 +197,7 @@ class DeletedRecord(_StateModel):
     turns: list[str] = Field(default_factory=list, description="Ids of the turns the deletion removed.")
 
 
-class ImportRecord(_StateModel):
+class ImportNote(_StateModel):
     """Where an imported conversation's first messages came from (agent-framework-azurefunctions' entity)."""
 
     entity: str = Field(description="The published host's entity name (`dafx-{agent}`); the key is the same id.")
@@ -223,13 +223,13 @@ class ConversationState(_StateModel):
     )
     pending_approvals: list[PendingApproval] = Field(default_factory=list)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
-    truncation: TruncationRecord = Field(default_factory=TruncationRecord)
-    turns: dict[str, TurnRecord] = Field(default_factory=dict)
+    truncation: TruncationNote = Field(default_factory=TruncationNote)
+    turns: dict[str, TurnReceipt] = Field(default_factory=dict)
     expired_turns: list[str] = Field(
         default_factory=list, description="Ids of the most recent turns whose receipts were dropped (answer 410)."
     )
-    capacity_error: ErrorRecord | None = None
-    deleted: DeletedRecord | None = Field(default=None, description="Present when the conversation was deleted.")
+    capacity_error: StoredError | None = None
+    deleted: Tombstone | None = Field(default=None, description="Present when the conversation was deleted.")
     applied_changes: list[str] = Field(
         default_factory=list,
         description=(
@@ -244,7 +244,7 @@ class ConversationState(_StateModel):
             "it holds in turn: a delete whose id is here has run and is never applied to a later conversation."
         ),
     )
-    imported_from: ImportRecord | None = Field(
+    imported_from: ImportNote | None = Field(
         default=None, description="Present when the conversation was imported from agent-framework-azurefunctions."
     )
 

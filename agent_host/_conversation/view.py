@@ -40,7 +40,7 @@ from .state import (
     encode_state,
     has_applied_delete,
 )
-from .turn_records import answer_messages, expired_keyed_turn, find_keyed_turn, find_turn, is_expired, turn_text
+from .turn_receipts import answer_messages, expired_keyed_turn, find_keyed_turn, find_turn, is_expired, turn_text
 
 TurnStatus = Literal["completed", "failed"]
 COMPLETED: TurnStatus = "completed"

@@ -15,7 +15,7 @@ from typing import Any
 from .._clock import Clock
 from .._contract import RUN_OPERATION
 from .._conversation.approvals import check_answers
-from .._conversation.turn_records import new_turn_id, request_hash
+from .._conversation.turn_receipts import new_turn_id, request_hash
 from .._conversation.view import ConversationView, TurnView
 from .._errors import (
     AgentHostError,

@@ -26,7 +26,7 @@ from .._contract import (
     validate_conversation_id,
     validate_turn_id,
 )
-from .._conversation.turn_records import KEYED_MARKER, key_digest
+from .._conversation.turn_receipts import KEYED_MARKER, key_digest
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.durable_client import DurableConversationClient
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn

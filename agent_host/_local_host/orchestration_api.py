@@ -29,7 +29,7 @@ from .listener import read_body
 from .log_text import loggable
 from .orchestration_protocol import history_event, parse_timestamp
 from .orchestration_scheduler import OrchestrationScheduler
-from .orchestration_store import TERMINAL_STATUSES, InstanceQuery, InstanceRecord, OrchestrationStore
+from .orchestration_store import TERMINAL_STATUSES, InstanceQuery, InstanceRow, OrchestrationStore
 from .outbox import InboxKind, InstanceStart, OrchestrationEvent
 from .request_media import non_json_problem
 from .store import StorageError
@@ -406,7 +406,7 @@ class OrchestrationWebhookApi:
 
 
 def status_body(
-    record: InstanceRecord, *, show_input: bool, history: list[dict[str, Any]] | None = None
+    record: InstanceRow, *, show_input: bool, history: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """An instance's status as the extension writes it (``DurableOrchestrationStatus.from_json`` reads it).
 

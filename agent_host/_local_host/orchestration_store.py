@@ -30,7 +30,7 @@ class StaleEpisodeError(Exception):
 
 
 @dataclass(frozen=True)
-class InstanceRecord:
+class InstanceRow:
     """One orchestration instance as stored.
 
     Attributes:
@@ -98,7 +98,7 @@ class EpisodeInput:
         inbox: The inbox rows visible now, in arrival order.
     """
 
-    instance: InstanceRecord
+    instance: InstanceRow
     played: list[str]
     inbox: list[InboxRow]
 
@@ -214,7 +214,7 @@ class OrchestrationStore:
                     (instance_id, now_ms),
                 )
             ]
-        return EpisodeInput(InstanceRecord(*row), played, inbox)
+        return EpisodeInput(InstanceRow(*row), played, inbox)
 
     def commit_episode(self, commit: EpisodeCommit) -> None:
         """Store an episode: history, consumed inbox rows, the instance row and the messages, in one transaction.
@@ -347,7 +347,7 @@ class OrchestrationStore:
 
     # -- the client API -----------------------------------------------------------------------------------------
 
-    def start(self, start: InstanceStart, *, keep_statuses: frozenset[str] = frozenset()) -> InstanceRecord | None:
+    def start(self, start: InstanceStart, *, keep_statuses: frozenset[str] = frozenset()) -> InstanceRow | None:
         """Create an instance and queue its ExecutionStarted, replacing one with the same id unless its status is one
         of `keep_statuses`; the check and the write are one transaction, so two starts cannot both win.
 
@@ -364,7 +364,7 @@ class OrchestrationStore:
                     f"SELECT {_INSTANCE_COLUMNS} FROM orchestrations WHERE instance_id = ?", (start.instance_id,)
                 ).fetchone()
                 if row is not None and row[4] in keep_statuses:
-                    return InstanceRecord(*row)
+                    return InstanceRow(*row)
             _write_messages(conn, [start])
             return None
 
@@ -377,7 +377,7 @@ class OrchestrationStore:
         with self.entities.transaction("send to an orchestration") as conn:
             _write_messages(conn, messages)
 
-    def instance(self, instance_id: str) -> InstanceRecord | None:
+    def instance(self, instance_id: str) -> InstanceRow | None:
         """Read one instance.
 
         Args:
@@ -390,7 +390,7 @@ class OrchestrationStore:
             row = conn.execute(
                 f"SELECT {_INSTANCE_COLUMNS} FROM orchestrations WHERE instance_id = ?", (instance_id,)
             ).fetchone()
-        return None if row is None else InstanceRecord(*row)
+        return None if row is None else InstanceRow(*row)
 
     def history(self, instance_id: str) -> list[dict[str, Any]]:
         """Read an instance's history (its current execution).
@@ -407,7 +407,7 @@ class OrchestrationStore:
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
-    def query(self, query: InstanceQuery, *, after_id: str | None, limit: int) -> list[InstanceRecord]:
+    def query(self, query: InstanceQuery, *, after_id: str | None, limit: int) -> list[InstanceRow]:
         """List instances matching filters, by instance id.
 
         Args:
@@ -427,7 +427,7 @@ class OrchestrationStore:
             rows = conn.execute(
                 f"SELECT {_INSTANCE_COLUMNS} FROM orchestrations{clause} ORDER BY instance_id LIMIT ?", (*args, limit)
             ).fetchall()
-        return [InstanceRecord(*r) for r in rows]
+        return [InstanceRow(*r) for r in rows]
 
     def purge(self, instance_ids: Iterable[str]) -> int:
         """Delete instances with their history, inbox and queued activities.

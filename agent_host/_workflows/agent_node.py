@@ -37,7 +37,7 @@ from .._orchestrations.task import AgentTask
 from .._tracing import orchestration_trace_context
 from .._turn_ids import format_turn_id
 from .codec import Identities
-from .projection import Carried, Occurrences, Receipts, project
+from .projection import Carried, DeliveryLedger, Occurrences, project
 from .registration import AgentNode, WorkflowRetryPolicy
 
 # The synthetic turn core's AgentExecutor appends when asked to (`ensure_trailing_user_turn`).
@@ -87,7 +87,7 @@ class RunContext:
     scope: str
     identities: Identities
     occurrences: Occurrences
-    receipts: Receipts
+    receipts: DeliveryLedger
     retry: WorkflowRetryPolicy | None
     # How long the nodes' conversations may stay idle before they are deleted (0: never); the first turn a run
     # takes on a node's conversation starts its expiry orchestration.

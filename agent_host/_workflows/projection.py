@@ -4,7 +4,7 @@ An agent node's input is the upstream `full_conversation` projected by the node'
 outgoing conversation is that selected input plus its own reply (L3-3). Every message travelling between nodes
 carries a transport identity, a `MessageKey`: who first put it in the workflow (its producer), that producer's
 occurrence number, and a fingerprint of the whole message (L3-5). Application `message_id`s are never rewritten.
-`Receipts` record exactly which keys each node has been given, per producer (L3-4, L3-6), so a node is sent only
+`DeliveryLedger` records exactly which keys each node has been given, per producer (L3-4, L3-6), so a node is sent only
 what it has not seen: a cycle does not re-send the conversation (architecture.md, failure 17), and a non-monotonic
 `custom` filter loses nothing. Pure functions of their inputs: the orchestrator rebuilds all of it on replay.
 """
@@ -146,7 +146,7 @@ def identify(
 
 
 @dataclass
-class Receipts:
+class DeliveryLedger:
     """Exact delivery receipts: which message revisions each agent node has been given, per producer (L3-4, L3-6).
 
     Sets, not a high-water mark, so a `custom` filter that selects `[1, 3]` and later `[2, 4]` delivers 2 and 4.

@@ -45,7 +45,7 @@ from .contract import (
     coerce_response,
     type_at,
 )
-from .projection import Occurrences, Receipts
+from .projection import DeliveryLedger, Occurrences
 from .registration import HostedWorkflow
 from .routing import Delivery, Router
 from .tasks import Work, drive
@@ -110,7 +110,7 @@ class WorkflowRun:
             scope=context.instance_id,
             identities=self.identities,
             occurrences=self.occurrences,
-            receipts=Receipts(),
+            receipts=DeliveryLedger(),
             retry=hosted.retry,
             conversation_ttl_seconds=conversation_ttl_seconds,
         )

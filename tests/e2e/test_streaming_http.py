@@ -32,7 +32,7 @@ from streams import (
 from test_serve_command import ROOT, free_port
 
 from agent_host import HostSettings, OfflineChatClient
-from agent_host._conversation.turn_records import new_turn_id
+from agent_host._conversation.turn_receipts import new_turn_id
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 AGENT_PATH = "/api/agents/assistant/conversations"

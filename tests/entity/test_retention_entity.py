@@ -51,7 +51,7 @@ def conversation_messages(turns: int) -> list[str]:
 
 
 def retention_driver(
-    mode: str, client: OfflineChatClient | None = None, *, budget: int = BUDGET, turn_records: int = TURN_RECORDS
+    mode: str, client: OfflineChatClient | None = None, *, budget: int = BUDGET, turn_receipts: int = TURN_RECORDS
 ) -> EntityDriver:
     history = InMemoryHistoryProvider(skip_excluded=True)
     compaction = CompactionProvider(
@@ -59,7 +59,7 @@ def retention_driver(
     )
     agent = make_agent(client or OfflineChatClient(), tools=[get_weather], context_providers=[history, compaction])
     settings = HostSettings(
-        max_turn_records=turn_records, retention=RetentionSettings(mode=mode, max_state_bytes=budget)
+        max_turn_records=turn_receipts, retention=RetentionSettings(mode=mode, max_state_bytes=budget)
     )
     return driver_for(build_app(agent, settings=settings), "assistant")
 
@@ -118,7 +118,7 @@ def test_the_same_conversation_under_keep_all_grows_past_the_budget_and_is_then_
 
 def test_a_caller_reads_its_answer_or_a_clear_expiry_never_another_answer() -> None:
     # Failure 8: the turn that triggered an eviction still delivers; a turn whose answer retention evicted says so.
-    driver = retention_driver("auto", budget=2 * BUDGET, turn_records=20)
+    driver = retention_driver("auto", budget=2 * BUDGET, turn_receipts=20)
     answers: dict[str, str] = {}
     for number in range(40):
         turn_id = f"t{number:03d}"

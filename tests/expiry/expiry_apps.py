@@ -18,7 +18,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient
 from agent_host._expiry.watcher import expiry_instance_id
-from agent_host._local_host.orchestration_store import InstanceRecord
+from agent_host._local_host.orchestration_store import InstanceRow
 
 TTL_SECONDS = 3600
 BRIEF_TTL = datetime.timedelta(minutes=10)
@@ -66,7 +66,7 @@ class ExpiryHost(OrchestrationHost):
         reply = self.request("GET", CONVERSATIONS.format(agent=agent, conversation=conversation))
         return reply.status, reply.json()
 
-    def watcher(self, conversation: str, entity: str = "conversation_assistant") -> InstanceRecord | None:
+    def watcher(self, conversation: str, entity: str = "conversation_assistant") -> InstanceRow | None:
         """The conversation's expiry orchestration, or None when none was started."""
         return self.local.orchestrations.store.instance(expiry_instance_id(entity, conversation))
 

@@ -15,7 +15,7 @@ from clocks import ManualClock
 from hosting import RunningHost
 
 from agent_host._local_host import LocalHost
-from agent_host._local_host.orchestration_store import InstanceRecord
+from agent_host._local_host.orchestration_store import InstanceRow
 
 
 @dataclass
@@ -105,7 +105,7 @@ class OrchestrationHost(RunningHost):
         self.call(self.client().raise_event(instance_id, name, data))
         self.settle()
 
-    def instance(self, instance_id: str) -> InstanceRecord:
+    def instance(self, instance_id: str) -> InstanceRow:
         record = self.local.orchestrations.store.instance(instance_id)
         assert record is not None, instance_id
         return record

@@ -44,7 +44,7 @@ from slow_app import CALL_LOG_VARIABLE, DELAY_VARIABLE, answer_to
 
 from agent_host import HostSettings, OfflineChatClient
 from agent_host._conversation.state import SCHEMA_VERSION, decode_state
-from agent_host._conversation.turn_records import answer_messages
+from agent_host._conversation.turn_receipts import answer_messages
 from agent_host._records import message_text, record_author
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,7 +31,7 @@ from agent_host._conversation.state import (
     StoredState,
     new_state,
 )
-from agent_host._conversation.turn_records import new_turn_id
+from agent_host._conversation.turn_receipts import new_turn_id
 from agent_host._conversation.view import ConversationView
 from agent_host._conversation_client.durable_client import DurableConversationClient
 from agent_host._errors import StateCorruptError, StateVersionError, StorageUnavailableError

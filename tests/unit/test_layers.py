@@ -143,4 +143,4 @@ def test_the_layer_check_sees_a_violation() -> None:
     # The checker itself can fail: an entity import from the HTTP side is caught.
     assert layer_of("agent_host._conversation.entity") < layer_of("agent_host._http.routes")
     assert layer_of("agent_host._conversation.state") < layer_of("agent_host._conversation.retention")
-    assert layer_of("agent_host._http.routes") > layer_of("agent_host._conversation.turn_records")
+    assert layer_of("agent_host._http.routes") > layer_of("agent_host._conversation.turn_receipts")

@@ -17,7 +17,7 @@ from agent_host._conversation.retention import (
     AutoStrategy,
     FollowCompactionStrategy,
     KeepAllStrategy,
-    Receipts,
+    ReceiptPolicy,
     RetentionStrategy,
     apply_retention_settings,
     enforce_retention,
@@ -31,7 +31,7 @@ from agent_host._records import message_to_record
 
 NOW = 1_700_000_000_000
 LATER = NOW + 5_000
-RECEIPTS = Receipts(max_records=100)
+RECEIPTS = ReceiptPolicy(max_records=100)
 
 
 def text(message_id: str, role: str, body: str, props: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -273,7 +273,7 @@ def test_answer_copies_go_before_any_conversation_message() -> None:
     assert len(encode_state(state["turns"])) <= state["retention"]["maxStateBytes"] * RECEIPT_SHARE  # within share
     assert state_bytes(without_copies) + 40 <= low_bytes(state)  # dropping the copies alone is enough
 
-    outcome = enforce_retention(state, now_ms=LATER, receipts=Receipts(max_records=100, protected_turn="t29"))
+    outcome = enforce_retention(state, now_ms=LATER, receipts=ReceiptPolicy(max_records=100, protected_turn="t29"))
 
     assert outcome.evicted_ids == ()
     assert outcome.state["messages"] == records
@@ -290,7 +290,7 @@ def test_a_receipt_naming_an_evicted_answer_expires_with_it_and_the_delivered_tu
     state["turns"] = {f"t{n}": receipt(records[2 * n + 1], copy_answer=False) for n in range(30)}
     with_budget(state, budget_for(state, 0.9))
 
-    outcome = enforce_retention(state, now_ms=LATER, receipts=Receipts(max_records=100, protected_turn="t29"))
+    outcome = enforce_retention(state, now_ms=LATER, receipts=ReceiptPolicy(max_records=100, protected_turn="t29"))
 
     evicted = set(outcome.evicted_ids)
     assert evicted
@@ -312,7 +312,7 @@ def test_receipts_take_at_most_their_share_of_the_budget_in_every_mode() -> None
         }
         state["turns"]["t059"] = receipt(records[-1], copy_answer=False)
 
-        outcome = enforce_retention(state, now_ms=LATER, receipts=Receipts(max_records=100, protected_turn="t059"))
+        outcome = enforce_retention(state, now_ms=LATER, receipts=ReceiptPolicy(max_records=100, protected_turn="t059"))
 
         share = int(16_384 * RECEIPT_SHARE)
         kept = outcome.state["turns"]

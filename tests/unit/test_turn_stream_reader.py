@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from streams import MemoryTurnStreamStore
 
-from agent_host._conversation.turn_records import key_digest
+from agent_host._conversation.turn_receipts import key_digest
 from agent_host._conversation.view import ConversationView
 from agent_host._errors import ConversationNotFoundError
 from agent_host._http.turn_stream import TurnStreamReader

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agent_framework import Content, Message
 
 from agent_host._workflows.codec import Identities, decode, encode
-from agent_host._workflows.projection import Carried, Occurrences, Receipts, fingerprint, project
+from agent_host._workflows.projection import Carried, DeliveryLedger, Occurrences, fingerprint, project
 
 
 def conversation(occurrences: Occurrences, producer: str, texts: list[str]) -> list[Carried]:
@@ -20,7 +20,7 @@ def texts(carried: list[Carried]) -> list[str]:
 def test_a_projection_of_1_and_3_then_2_and_4_delivers_2_and_4() -> None:
     occurrences = Occurrences()
     upstream = conversation(occurrences, "writer", ["m1", "m2", "m3", "m4"])
-    receipts = Receipts()
+    receipts = DeliveryLedger()
 
     first = receipts.unseen("critic", [upstream[0], upstream[2]])
     receipts.record("critic", first)
@@ -34,7 +34,7 @@ def test_a_projection_of_1_and_3_then_2_and_4_delivers_2_and_4() -> None:
 def test_a_fan_out_hands_two_branches_the_same_messages_and_each_keeps_its_own_receipts() -> None:
     occurrences = Occurrences()
     upstream = conversation(occurrences, "writer", ["brief", "draft"])
-    receipts = Receipts()
+    receipts = DeliveryLedger()
 
     to_optimist = receipts.unseen("optimist", upstream)
     receipts.record("optimist", to_optimist)
@@ -52,7 +52,7 @@ def test_fan_in_checks_each_producers_record_so_shared_history_arrives_once() ->
     shared = conversation(occurrences, "writer", ["brief", "draft"])
     from_a = [*shared, occurrences.mint("a", Message("assistant", ["a says"]))]
     from_b = [*shared, occurrences.mint("b", Message("assistant", ["b says"]))]
-    receipts = Receipts()
+    receipts = DeliveryLedger()
 
     first = receipts.unseen("judge", from_a)
     receipts.record("judge", first)
@@ -65,7 +65,7 @@ def test_fan_in_checks_each_producers_record_so_shared_history_arrives_once() ->
 def test_a_message_changed_in_place_is_a_new_revision_and_is_delivered_again() -> None:
     occurrences = Occurrences()
     (draft,) = conversation(occurrences, "writer", ["draft"])
-    receipts = Receipts()
+    receipts = DeliveryLedger()
     receipts.record("editor", [draft])
 
     # A context filter that changes a message in place: what it returns is re-fingerprinted.
@@ -83,7 +83,7 @@ def test_a_message_changed_in_place_is_a_new_revision_and_is_delivered_again() -
 def test_identical_text_from_two_turns_is_two_messages_not_one() -> None:
     occurrences = Occurrences()
     yes_one, yes_two = (occurrences.mint("human", Message("user", ["yes"])) for _ in range(2))
-    receipts = Receipts()
+    receipts = DeliveryLedger()
     receipts.record("agent", [yes_one])
 
     assert receipts.unseen("agent", [yes_one, yes_two]) == [yes_two]
@@ -150,7 +150,7 @@ def test_a_summary_inserted_mid_conversation_shifts_no_identity_and_leaves_annot
     occurrences = Occurrences()
     first = conversation(occurrences, "writer", ["m1", "m2", "m3"])
     first[1].message.additional_properties["_group"] = {"id": "g2"}
-    receipts = Receipts()
+    receipts = DeliveryLedger()
     receipts.record("editor", first)
     summary = occurrences.mint("summarizer", Message("assistant", ["Summary: m1"]))
     fourth = occurrences.mint("writer", Message("user", ["m4"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_framework import AgentResponse, Content, Message
 
-from agent_host._conversation.turn_records import completed_record, failed_record, turn_text
+from agent_host._conversation.turn_receipts import completed_receipt, failed_receipt, turn_text
 from agent_host._conversation.view import ConversationView
 from agent_host._http.rendering import render_turn
 
@@ -19,7 +19,7 @@ def test_turn_text_matches_core_response_text_for_a_multi_message_answer() -> No
         ]
     )
 
-    record = completed_record(response, 1, "assistant", [])
+    record = completed_receipt(response, 1, "assistant", [])
 
     assert "text" not in record  # stored once, as messages
     assert turn_text(record["messages"]) == response.text == "It is sunny today.  Anything else?  "
@@ -31,12 +31,12 @@ def test_an_answer_the_transcript_holds_as_delivered_is_named_and_any_other_is_c
     answer = Message("assistant", ["Noted."], message_id="a1", author_name="assistant")
     held = {"id": "a1", "role": "assistant", "text": "Noted.", "at": 7}  # stored a millisecond earlier
 
-    assert completed_record(AgentResponse(messages=[answer]), 8, "assistant", [held])["messages"] == ["a1"]
+    assert completed_receipt(AgentResponse(messages=[answer]), 8, "assistant", [held])["messages"] == ["a1"]
     edited = {**held, "text": "Noted!"}
-    assert completed_record(AgentResponse(messages=[answer]), 8, "assistant", [edited])["messages"] == [
+    assert completed_receipt(AgentResponse(messages=[answer]), 8, "assistant", [edited])["messages"] == [
         {"id": "a1", "role": "assistant", "text": "Noted.", "at": 8}
     ]
-    assert completed_record(AgentResponse(messages=[answer]), 8, "assistant", [])["messages"] == [
+    assert completed_receipt(AgentResponse(messages=[answer]), 8, "assistant", [])["messages"] == [
         {"id": "a1", "role": "assistant", "text": "Noted.", "at": 8}
     ]
 
@@ -45,10 +45,10 @@ def test_a_failed_record_keeps_what_the_turn_was_sent_cut_short() -> None:
     error = {"code": "turn_failed", "message": "The agent run failed (RuntimeError)."}
     answers = [{"id": "af-1", "approved": True, "reason": "ignored"}]
 
-    long = failed_record(error, 5, "x" * 1001)
-    short = failed_record(error, 5, "hello", answers)
+    long = failed_receipt(error, 5, "x" * 1001)
+    short = failed_receipt(error, 5, "hello", answers)
 
     assert long["input"] == {"message": "x" * 999 + "\u2026"} and len(long["input"]["message"]) == 1000
     sent = {"message": "hello", "approvals": [{"id": "af-1", "approved": True}]}
     assert short == {"status": "failed", "error": error, "at": 5, "input": sent}
-    assert "input" not in failed_record(error, 5)
+    assert "input" not in failed_receipt(error, 5)

@@ -56,7 +56,7 @@ def request_hash(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
-def completed_record(
+def completed_receipt(
     response: AgentResponse, now_ms: int, agent_name: str | None, transcript: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
     """The delivery record of a completed turn: the answer's messages (its text derives from them) and usage.
@@ -80,7 +80,7 @@ def completed_record(
     return record
 
 
-def failed_record(
+def failed_receipt(
     error: dict[str, str], now_ms: int, message: str | None = None, approvals: Sequence[dict[str, Any]] = ()
 ) -> dict[str, Any]:
     """The delivery record of a failed turn: a stable code and a message, never a raw exception string, and what the
@@ -215,7 +215,7 @@ def is_expired(state: StoredState, turn_id: str) -> bool:
     return False
 
 
-def record_turn(
+def record_receipt(
     state: StoredState, turn_id: str, record: dict[str, Any], *, max_records: int, ttl_seconds: float, now_ms: int
 ) -> None:
     """Store a turn's record, then drop records beyond `max_records` or older than `ttl_seconds`.
