@@ -14,10 +14,10 @@ from .._conversation.view import ConversationView, DeletedView
 from .._http.rendering import iso_time, render_conversation, render_message
 
 
-def render_inspection(agent: AgentRoute, conversation_id: str, state: ConversationView) -> dict[str, Any]:
-    """The conversation as the inspector shows it (excluded messages included)."""
+def render_inspection(agent: AgentRoute, conversation_id: str, state: ConversationView, now_ms: int) -> dict[str, Any]:
+    """The conversation as the inspector shows it (excluded messages included; approvals expired at `now_ms`)."""
     return {
-        "conversation": render_conversation(agent, conversation_id, state),
+        "conversation": render_conversation(agent, conversation_id, state, now_ms),
         "messages": [render_message(record, state.agent_name) for record in state.messages],
         "turns": render_turn_records(state),
         "expiredTurns": list(state.expired_turn_ids),

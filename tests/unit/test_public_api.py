@@ -37,6 +37,7 @@ def test_public_api_is_exactly_this() -> None:
         "AgentResponseCallbackProtocol",
         "AgentTurnError",
         "ApprovalAnsweredError",
+        "ApprovalExpiredError",
         "Clock",
         "ConversationNotFoundError",
         "DurableHistoryProvider",
