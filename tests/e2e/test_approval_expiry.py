@@ -85,6 +85,7 @@ def test_an_expired_approval_is_declined_by_the_next_turn_and_its_tool_never_run
     fresh = host.get()
     host.clock.advance(AGENT_TTL.total_seconds())
     lapsed = host.get()
+    host.restart()  # the lifetime is stored with the request: a cold start keeps it
     calls_before = len(host.model.calls)
     status, turn = host.post({"message": "Any news?"})
     receipt = host.get(f"/turns/{turn['turnId']}")
@@ -183,3 +184,13 @@ def test_an_invalid_approval_ttl_is_400_and_nothing_is_stored(host: ExpiryHost, 
 def test_an_invalid_agent_approval_ttl_is_refused_at_startup(value: Any) -> None:
     with pytest.raises(ValueError, match=r"add_agent\('assistant'\): approval_ttl"):
         app_with_approval_ttl(ScriptedChatClient(), ManualClock(), value)
+
+
+def test_a_streamed_turn_declines_an_expired_approval_too(host: ExpiryHost) -> None:
+    _, asked = host.post(ASK)
+    host.clock.advance(AGENT_TTL.total_seconds())
+    status, turn = host.post({"message": "Any news?", "stream": True})
+
+    assert status == 200 and refunds == []
+    assert [item["id"] for item in turn["expiredApprovals"]] == [asked["approvalRequests"][0]["id"]]
+    assert declined_results(host.model.calls[-1]) == ["Error: Tool call invocation was rejected by user."]
