@@ -11,7 +11,7 @@ from typing import Any
 
 from .._contract import AgentRoute
 from .._conversation.view import ConversationView, DeletedView
-from .._http.rendering import iso_time, render_conversation, render_message
+from .._http.rendering import iso_time, render_approvals, render_conversation, render_message
 
 
 def render_inspection(agent: AgentRoute, conversation_id: str, state: ConversationView, now_ms: int) -> dict[str, Any]:
@@ -62,7 +62,8 @@ def render_turn_records(state: ConversationView) -> list[dict[str, Any]]:
         }
         for field, value in (
             ("usage", turn.usage),
-            ("approvalRequests", turn.approval_requests),
+            ("approvalRequests", render_approvals(turn.approval_requests)),
+            ("expiredApprovals", render_approvals(turn.expired_approvals)),
             ("error", turn.error),
             ("input", turn.failed_input),
         ):
