@@ -19,6 +19,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from agent_framework import SupportsAgentRun, Workflow
 
+from ._approval_ttl import APPROVAL_TTL_OFF, approval_ttl_seconds_of
 from ._clock import SYSTEM_CLOCK, Clock
 from ._contract import LONGEST_GENERATED_CONVERSATION_ID, AgentRoute, conversation_id_limit
 from ._conversation.entity import ConversationEntityFunction
@@ -222,6 +223,7 @@ class AgentFunctionApp(df.DFApp):
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
         conversation_ttl: datetime.timedelta | float | None = None,
+        approval_ttl: datetime.timedelta | float | None = None,
     ) -> None:
         """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
 
@@ -242,10 +244,14 @@ class AgentFunctionApp(df.DFApp):
             state_types: Session state classes this agent's providers use (see `AgentFunctionApp`).
             conversation_ttl: How long this agent's conversations may stay idle before they are deleted (a
                 `timedelta` or seconds; 0 never); None follows `AGENT_HOST_CONVERSATION_TTL`.
+            approval_ttl: How long a tool approval this agent asks for waits for its answer (a `timedelta` or
+                seconds, at most a year); once it has passed, the conversation's next turn declines it. None or 0:
+                approvals wait until answered. A turn's `approvalTtlSeconds` overrides it
+                (docs/sessions-and-approvals.md).
 
         Raises:
             ValueError: the name is missing, invalid or taken by another agent, a state type's id is taken, or a
-                retention value or the TTL is invalid (the message names the parameter).
+                retention value, the TTL or the approval TTL is invalid (the message names the parameter).
             RuntimeError: an MCP tool is asked for with an azure-functions older than 1.26.
         """
         register_state_types(state_types)
@@ -284,6 +290,11 @@ class AgentFunctionApp(df.DFApp):
             if conversation_ttl is None
             else ttl_seconds_of(conversation_ttl, f"add_agent({name!r}): conversation_ttl")
         )
+        approval_ttl_seconds = (
+            APPROVAL_TTL_OFF
+            if approval_ttl is None
+            else approval_ttl_seconds_of(approval_ttl, f"add_agent({name!r}): approval_ttl")
+        )
         plan = plan_history(agent)
         entity = ConversationEntityFunction(
             name,
@@ -297,6 +308,7 @@ class AgentFunctionApp(df.DFApp):
             stream_store=self._stream_store,
             callback=callback or self.default_callback,
             turn_error_details=self.settings.turn_error_details,
+            approval_ttl_seconds=approval_ttl_seconds,
         )
         http_enabled = self.enable_http_endpoints if enable_http_endpoint is None else bool(enable_http_endpoint)
         mcp_enabled = self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else bool(enable_mcp_tool_trigger)
@@ -491,7 +503,7 @@ class AgentFunctionApp(df.DFApp):
             HttpRoute("api_conversations", "agents/{agent}/conversations", {"GET": listing.conversations}),
         ]
         if self.inspector:
-            inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes)
+            inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes, self.clock)
             table += [
                 HttpRoute("api_inspector", "inspector", {"GET": inspector.page}, client=False),
                 HttpRoute("api_inspector_app", "inspector/app", {"GET": inspector.hosted}, client=False),

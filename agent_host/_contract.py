@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from ._approval_ttl import approval_ttl_problem
 from ._errors import InvalidRequestError
 from ._retention_settings import (
     MAX_STATE_BYTES_CEILING,
@@ -175,6 +176,13 @@ def _check_timeout(value: float | None, info: ValidationInfo) -> float | None:
     return value
 
 
+def _check_approval_ttl(value: float | None) -> float | None:
+    problem = None if value is None else approval_ttl_problem(value)
+    if problem is not None:
+        raise ValueError(f"approvalTtlSeconds {problem}")
+    return value
+
+
 def _check_response_format(value: dict[str, Any] | None) -> dict[str, Any] | None:
     """A response format as core's chat-style form, checked (`_structured_output.response_format_of`)."""
     return None if value is None else response_format_of(value)
@@ -192,11 +200,12 @@ class TurnRequest(WireModel):
         "responseFormat": "invalid_response_format",
         "options": "invalid_options",
         "contents": "invalid_contents",
+        "approvalTtlSeconds": "invalid_approval_ttl",
     }
     shape = (
         '{"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
         '"timeoutSeconds": number, "stream": boolean, "contents": [{"type": "text" | "uri" | "data", ...}], '
-        '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}}'
+        '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}, "approvalTtlSeconds": number}'
     )
 
     message: StrictStr | None = None
@@ -212,9 +221,13 @@ class TurnRequest(WireModel):
     response_format: dict[str, Any] | None = None
     # Chat options for this turn, on an allow-list (`_turn_options.CHAT_OPTIONS`), as core's option names.
     options: dict[str, Any] | None = None
+    # How long the tool approvals this turn asks for wait for their answer (0: until answered); the agent's
+    # `approval_ttl` otherwise.
+    approval_ttl_seconds: StrictInt | StrictFloat | None = None
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
     _response_format = field_validator("response_format")(_check_response_format)
+    _approval_ttl = field_validator("approval_ttl_seconds")(_check_approval_ttl)
 
     @field_validator("options")
     @classmethod
@@ -355,6 +368,10 @@ class RunOperation(BaseModel):
     # The caller's W3C trace context (`traceparent`, `tracestate`): the operation's span continues the caller's trace
     # across the durable hop (docs/observability.md). Optional, so inputs sent before it existed still parse.
     trace_context: dict[str, str] | None = None
+    # The lifetime of the approvals this turn asks for, in place of the agent's (0: they wait until answered).
+    approval_ttl_seconds: StrictInt | StrictFloat | None = None
+
+    _approval_ttl = field_validator("approval_ttl_seconds")(_check_approval_ttl)
 
     @model_validator(mode="after")
     def _one_kind_of_input(self) -> Self:

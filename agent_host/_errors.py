@@ -13,6 +13,7 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── IdempotencyConflictError       409  an Idempotency-Key was reused with a different body
  ├── RequestAnsweredError           409  the run's request was already answered
  ├── ApprovalAnsweredError          409  the tool approval was already answered
+ ├── ApprovalExpiredError           409  the tool approval's lifetime passed; it was declined
  ├── TurnExpiredError               410  the turn ran, but its result is no longer kept
  ├── MessageTooLargeError           413  the message or body is over the configured size limit
  ├── UnsupportedMediaTypeError      415  the body's media type is not one the route takes
@@ -30,6 +31,7 @@ error as HTTP happens in `_http/responses.py` alone.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 INTERNAL_ERROR_CODE = "internal_error"
@@ -114,6 +116,7 @@ class InvalidRequestError(AgentHostError):
         "invalid_options",
         "invalid_contents",
         "invalid_role",
+        "invalid_approval_ttl",
     )
     status = 400
 
@@ -219,6 +222,20 @@ class ApprovalAnsweredError(AgentHostError):
         super().__init__(
             f"Approval '{approval_id}' was already answered ({verdict}) by an earlier turn; an approval takes one "
             f"answer (pending now: {', '.join(pending) or 'none'}). Nothing was run."
+        )
+
+
+class ApprovalExpiredError(AgentHostError):
+    """The tool approval's lifetime passed before its answer came; it counts as declined."""
+
+    codes = ("approval_expired",)
+    status = 409
+
+    def __init__(self, approval_id: str, expires_at_ms: int) -> None:
+        expired = datetime.fromtimestamp(expires_at_ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+        super().__init__(
+            f"Approval '{approval_id}' expired at {expired.replace('+00:00', 'Z')} and counts as declined; its tool "
+            "does not run. Nothing was changed; ask for the tool again in a new turn."
         )
 
 

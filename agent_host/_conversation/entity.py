@@ -16,6 +16,7 @@ from agent_framework import Agent, AgentResponse, Content, Message, SupportsAgen
 from agent_framework.observability import OtelAttr
 from pydantic import BaseModel
 
+from .._approval_ttl import APPROVAL_TTL_OFF
 from .._clock import SYSTEM_CLOCK, Clock
 from .._contract import (
     DELETE_OPERATION,
@@ -40,7 +41,16 @@ from .._streaming.channel import TurnStreamStore, stream_key
 from .._structured_output import structured_value
 from .._telemetry import telemetry
 from .._tracing import TURN_ID_ATTRIBUTE, operation_span
-from .approvals import answer_contents, answered_approvals, pending_from_response, remaining_after
+from .approvals import (
+    answer_contents,
+    answered_approvals,
+    expired_approvals,
+    expiry_declines,
+    lapsed_approvals,
+    pending_from_response,
+    public_view,
+    remaining_after,
+)
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import (
     BUFFER_KEY,
@@ -61,6 +71,7 @@ from .state import (
     CONVERSATION_ID_KEY,
     CREATED_AT_KEY,
     DELETED_KEY,
+    EXPIRED_APPROVALS_KEY,
     EXPIRED_TURNS_KEY,
     IMPORTED_FROM_KEY,
     MESSAGES_KEY,
@@ -126,6 +137,8 @@ class ConversationEntityFunction:
         callback: Called with each update and the answer of every turn of this agent (which then runs streaming).
         turn_error_details: Say in a failed turn's error why it failed (the exception's kind and text, secrets taken
             out); otherwise its type alone, and the details only in the log. `AGENT_HOST_TURN_ERROR_DETAILS`.
+        approval_ttl_seconds: How long a tool approval a turn asks for waits for its answer before the next turn
+            declines it (0: until answered); a turn's `approval_ttl_seconds` overrides it.
     """
 
     def __init__(
@@ -142,6 +155,7 @@ class ConversationEntityFunction:
         stream_store: StreamStoreLookup | None = None,
         callback: AgentResponseCallbackProtocol | None = None,
         turn_error_details: bool = False,
+        approval_ttl_seconds: float = APPROVAL_TTL_OFF,
     ) -> None:
         self.agent_name = agent_name
         self.agent = agent
@@ -154,6 +168,7 @@ class ConversationEntityFunction:
         self.stream_store = stream_store
         self.callback = callback
         self.turn_error_details = turn_error_details
+        self.approval_ttl_seconds = approval_ttl_seconds
 
     def __call__(self, context: df.DurableEntityContext) -> None:
         """The entity function body: dispatch one operation of the host's batch."""
@@ -320,8 +335,11 @@ class ConversationEntityFunction:
         `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it;
         `streamed` says who watches the turn run (it then runs streaming), when anybody does.
         """
+        # Approvals past their lifetime are declined by this turn, as the caller would decline them; a turn that
+        # fails keeps nothing, so they stay pending (and expired) for the next one.
+        lapsed = lapsed_approvals(state.get(PENDING_APPROVALS_KEY, []), self.clock.now_ms())
         try:
-            response, new = self._run_agent(copy.copy(state), conversation_id, request, stored_bytes, streamed)
+            response, new = self._run_agent(copy.copy(state), conversation_id, request, stored_bytes, streamed, lapsed)
         except Exception as exc:
             # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
             error = self._turn_error(exc, conversation_id, request.turn_id)
@@ -335,9 +353,17 @@ class ConversationEntityFunction:
                 # The model answered, just not as asked: the answer stays in the history, the turn fails.
                 record = failed_receipt(mismatch.to_record(), self.clock.now_ms())
             else:
-                record = completed_receipt(response, self.clock.now_ms(), new[AGENT_KEY], new.get(MESSAGES_KEY, []))
+                record = completed_receipt(
+                    response,
+                    self.clock.now_ms(),
+                    new[AGENT_KEY],
+                    new.get(MESSAGES_KEY, []),
+                    new.get(PENDING_APPROVALS_KEY, []),
+                )
                 if request.response_format is not None:
                     record[STRUCTURED_KEY] = True
+            if lapsed:
+                record[EXPIRED_APPROVALS_KEY] = public_view(lapsed)
         if request.idempotency_key:
             record.update(idempotencyKey=request.idempotency_key, requestHash=request.request_hash)
         if stored_bytes is not None:
@@ -375,13 +401,19 @@ class ConversationEntityFunction:
         conversation_id: str,
         request: RunOperation,
         stored_bytes: int | None,
-        streamed: StreamedTurn | None = None,
+        streamed: StreamedTurn | None,
+        lapsed: list[dict[str, Any]],
     ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = [answer.model_dump() for answer in request.approvals]
-        answered = answered_approvals(state.get(MESSAGES_KEY, [])) if answers else None
-        inputs = _turn_inputs(request, answer_contents(pending, answers, answered))
         received = self.clock.now_ms()
+        if answers:
+            messages = state.get(MESSAGES_KEY, [])
+            answered, expired = answered_approvals(messages), expired_approvals(lapsed, messages, received)
+            contents = answer_contents(pending, answers, answered, expired)
+        else:
+            contents = []
+        inputs = _turn_inputs(request, [*expiry_declines(lapsed), *contents])
         incoming = [message_to_record(message, received, state[AGENT_KEY]) for message in inputs]
         state = make_room_for_turn(state, {MESSAGES_KEY: incoming}, self._receipts(None), stored_bytes)
 
@@ -401,11 +433,16 @@ class ConversationEntityFunction:
             else streamed.run(agent, inputs, session=session, **options)
         )
         response = AGENT_LOOP.run(run, timeout=self.run_timeout_seconds)
-        state[PENDING_APPROVALS_KEY] = remaining_after(pending, answers, pending_from_response(response))
+        now = self.clock.now_ms()
+        # A request's lifetime starts when the caller is told of it: when the run that asked ends.
+        ttl = self.approval_ttl_seconds if request.approval_ttl_seconds is None else request.approval_ttl_seconds
+        expires_at = now + round(ttl * 1000) if ttl else None
+        state[PENDING_APPROVALS_KEY] = remaining_after(
+            pending, [*answers, *lapsed], pending_from_response(response, expires_at)
+        )
         if not state[PENDING_APPROVALS_KEY]:
             state.pop(PENDING_APPROVALS_KEY)
 
-        now = self.clock.now_ms()
         if durable is not None:
             buffer: list[Message] = session.state[durable.source_id].get(BUFFER_KEY, [])
             rename_clashing_summaries(buffer, history.lent, request.turn_id)

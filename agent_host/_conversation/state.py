@@ -30,8 +30,10 @@ from .._retention_settings import RetentionSettings
 # Version 4: a turn record may say its answer is the structured output the turn asked for (`structured`), so a
 # later read shows its parsed value; a conversation imported from agent-framework-azurefunctions says where from
 # (`importedFrom`). Older code would refuse either, so the version says so.
-# Versions 1 to 3 are upgraded on read.
-SCHEMA_VERSION: Final = 4
+# Version 5: a pending approval (and a receipt's approval request) may have a lifetime (`expiresAt`), and a receipt
+# names the approvals its turn declined because they expired (`expiredApprovals`). Older code would refuse either.
+# Versions 1 to 4 are upgraded on read.
+SCHEMA_VERSION: Final = 5
 
 SCHEMA_VERSION_KEY = "schemaVersion"
 AGENT_KEY = "agent"
@@ -59,6 +61,9 @@ MAX_FAILED_INPUT_CHARACTERS = 1000
 STRUCTURED_KEY = "structured"
 # Where a conversation's first messages came from when it was imported from agent-framework-azurefunctions.
 IMPORTED_FROM_KEY = "importedFrom"
+# When a pending approval stops waiting for its answer (ms since the epoch), and a receipt's approvals declined so.
+EXPIRES_AT_KEY = "expiresAt"
+EXPIRED_APPROVALS_KEY = "expiredApprovals"
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
 MAX_APPLIED_CHANGES = 16
 
@@ -89,6 +94,7 @@ class TurnReceiptDict(TypedDict):
     stateBytes: NotRequired[int]
     input: NotRequired[dict[str, Any]]
     structured: NotRequired[bool]
+    expiredApprovals: NotRequired[list[dict[str, Any]]]
 
 
 StoredState = dict[str, Any]
@@ -132,6 +138,10 @@ class ApprovalRequest(_StateModel):
     id: str
     tool_name: str
     arguments: Any = None
+    expires_at: int | None = Field(
+        default=None,
+        description="When the request counts as declined if unanswered, ms since the Unix epoch (none: it waits).",
+    )
 
 
 class PendingApproval(ApprovalRequest):
@@ -177,6 +187,9 @@ class TurnReceipt(_StateModel):
         default=None,
         description="The answer's text is JSON that matched the turn's responseFormat (its parsed value is shown).",
     )
+    expired_approvals: list[ApprovalRequest] | None = Field(
+        default=None, description="Approvals the turn declined because their lifetime had passed (`expiresAt`)."
+    )
     at: int
 
 
@@ -211,7 +224,7 @@ class ImportNote(_StateModel):
 class ConversationState(_StateModel):
     """Everything one conversation entity stores."""
 
-    schema_version: Literal[4] = SCHEMA_VERSION
+    schema_version: Literal[5] = SCHEMA_VERSION
     agent: str
     conversation_id: str
     created_at: int
@@ -426,11 +439,16 @@ def _upgraded_from_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upgraded_from_v3(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 3 state in version 4's form: the same, as no version 3 record is structured output."""
+    """Version 3 state in version 4's form, then upgraded on: the same, as no version 3 record is structured output."""
+    return _upgraded_from_v4({**data, SCHEMA_VERSION_KEY: 4})
+
+
+def _upgraded_from_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 state in version 5's form: the same, as no version 4 approval has a lifetime."""
     return {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
 
 
-_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2, 3: _upgraded_from_v3}
+_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2, 3: _upgraded_from_v3, 4: _upgraded_from_v4}
 
 # Each stored message field and the one type it has when written by this code (None allowed where not required).
 _MESSAGE_TYPES: dict[str, type] = {

@@ -57,11 +57,16 @@ def request_hash(payload: dict[str, Any]) -> str:
 
 
 def completed_receipt(
-    response: AgentResponse, now_ms: int, agent_name: str | None, transcript: Sequence[dict[str, Any]]
+    response: AgentResponse,
+    now_ms: int,
+    agent_name: str | None,
+    transcript: Sequence[dict[str, Any]],
+    pending: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The delivery record of a completed turn: the answer's messages (its text derives from them) and usage.
 
-    A message the transcript holds exactly as delivered is recorded by its id; any other is copied.
+    A message the transcript holds exactly as delivered is recorded by its id; any other is copied. The approvals
+    it asks for are shown as `pending` (the conversation's, after the turn) holds them, with their lifetime.
     """
     delivered = [message_to_record(message, now_ms, agent_name) for message in response.messages]
     stored = _stored_by_id(transcript, {record["id"] for record in delivered})
@@ -72,7 +77,8 @@ def completed_receipt(
         ],
         "at": now_ms,
     }
-    approvals = public_view(pending_from_response(response))
+    kept = {item["id"]: item for item in pending}
+    approvals = public_view([kept.get(item["id"], item) for item in pending_from_response(response)])
     if approvals:
         record["approvalRequests"] = approvals
     if response.usage_details:

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from .approvals import answered_approvals, public_view
+from .approvals import answered_approvals, expired_approvals, public_view
 from .state import (
     AGENT_KEY,
     APPLIED_CHANGES_KEY,
     CAPACITY_ERROR_KEY,
     CREATED_AT_KEY,
     DELETED_KEY,
+    EXPIRED_APPROVALS_KEY,
     EXPIRED_TURNS_KEY,
     FAILED_INPUT_KEY,
     IMPORTED_FROM_KEY,
@@ -58,7 +59,9 @@ class TurnView:
         answer: A completed turn's answer as stored message records; empty for a failed turn.
         error: A failed turn's `{"code", "message"}`, else None.
         usage: The answer's usage details (empty when none were reported).
-        approval_requests: The tool calls the turn left waiting for approval, as a caller sees them.
+        approval_requests: The tool calls the turn left waiting for approval, as a caller sees them (with
+            `expiresAt`, ms since the epoch, when they have a lifetime).
+        expired_approvals: The approvals the turn declined because their lifetime had passed, in the same form.
         structured: Whether the answer's text is JSON matching the structured output the turn asked for.
         request_hash: The digest of what a keyed turn asked for, to tell a retry from a reuse of its key.
         keyed: Whether the turn was requested with an idempotency key.
@@ -76,6 +79,7 @@ class TurnView:
     error: dict[str, str] | None
     usage: dict[str, Any]
     approval_requests: list[dict[str, Any]]
+    expired_approvals: list[dict[str, Any]]
     structured: bool
     request_hash: str | None
     keyed: bool
@@ -218,6 +222,11 @@ class ConversationView:
         """The approvals the transcript holds answers to, by request id: approved or not."""
         return answered_approvals(self.messages)
 
+    def expired_approvals(self, now_ms: int) -> dict[str, int]:
+        """When each expired approval expired, by request id: pending ones past their lifetime at `now_ms` (the
+        next turn declines them) and those a turn declined already."""
+        return expired_approvals(self._stored.get(PENDING_APPROVALS_KEY, []), self.messages, now_ms)
+
     @property
     def created_at(self) -> int | None:
         """When the conversation was created (ms since the epoch)."""
@@ -325,6 +334,7 @@ class ConversationView:
             error=None if completed else record.get("error"),
             usage=record.get("usage") or {},
             approval_requests=record.get("approvalRequests", []),
+            expired_approvals=record.get(EXPIRED_APPROVALS_KEY, []),
             structured=bool(record.get(STRUCTURED_KEY)),
             request_hash=record.get("requestHash"),
             keyed="idempotencyKey" in record,

@@ -104,6 +104,7 @@ async def take_turn(conversations: ConversationClient, ask: TurnAsk, clock: Cloc
         IdempotencyConflictError: the key's turn asked something else.
         TurnExpiredError: the key's turn ran, but its receipt is no longer kept.
         ApprovalAnsweredError, UnknownApprovalError: an approval answer names no pending request.
+        ApprovalExpiredError: an approval answer names a request whose lifetime has passed.
         StorageUnavailableError, StateCorruptError: the conversation could not be read or signalled.
     """
     conversation_id, key = ask.conversation_id, ask.idempotency_key
@@ -127,7 +128,12 @@ async def take_turn(conversations: ConversationClient, ask: TurnAsk, clock: Cloc
     if approvals:
         # The entity checks too; checking here refuses a wrong id as a request error instead of a failed turn.
         known = live or ConversationView.empty()
-        check_answers(known.pending_approvals_by_id, approvals, known.answered_approvals())
+        check_answers(
+            known.pending_approvals_by_id,
+            approvals,
+            known.answered_approvals(),
+            known.expired_approvals(clock.now_ms()),
+        )
     turn_id = new_turn_id(clock.now_ms(), key)
     operation = {"turnId": turn_id, **request}
     imported = await conversations.history_to_import(conversation_id, clock.now_ms())

@@ -21,6 +21,7 @@ from agent_framework import (
 )
 
 from .._contract import AgentRoute
+from .._conversation.approvals import DECLINED_BECAUSE_KEY, EXPIRED
 from .._conversation.view import ConversationView, TurnView
 from .._records import message_text, record_author, record_to_message
 
@@ -68,6 +69,21 @@ def render_message(record: dict[str, Any], agent_name: str | None) -> dict[str, 
     return body
 
 
+def render_approvals(approvals: list[dict[str, Any]], now_ms: int | None = None) -> list[dict[str, Any]]:
+    """Tool approvals as the API shows them: `expiresAt` readable; with `now_ms`, whether it has passed."""
+    rendered = []
+    for approval in approvals:
+        expires_at = approval.get("expiresAt")
+        if expires_at is None:
+            rendered.append(approval)
+            continue
+        body = {**approval, "expiresAt": iso_time(expires_at)}
+        if now_ms is not None:
+            body["expired"] = expires_at <= now_ms
+        rendered.append(body)
+    return rendered
+
+
 def render_turn(conversation_id: str, turn: TurnView, agent_name: str | None) -> dict[str, Any]:
     """A turn receipt of a conversation of the agent `agent_name` as the body of a turn response."""
     body: dict[str, Any] = {"conversationId": conversation_id, "turnId": turn.turn_id, "status": turn.status}
@@ -77,9 +93,14 @@ def render_turn(conversation_id: str, turn: TurnView, agent_name: str | None) ->
         if turn.structured:
             body["value"] = turn.value
         body["usage"] = turn.usage
-        body["approvalRequests"] = turn.approval_requests
+        body["approvalRequests"] = render_approvals(turn.approval_requests)
     else:
         body["error"] = turn.error
+    if turn.expired_approvals:
+        # Declined by the host, not the caller: said once here and on each declined response in the transcript.
+        body["expiredApprovals"] = [
+            {**approval, DECLINED_BECAUSE_KEY: EXPIRED} for approval in render_approvals(turn.expired_approvals)
+        ]
     body["completedAt"] = iso_time(turn.completed_at)
     return body
 
@@ -99,8 +120,11 @@ def render_pending(conversation_id: str, turn_id: str) -> dict[str, Any]:
     return {"conversationId": conversation_id, "turnId": turn_id, "status": "pending"}
 
 
-def render_conversation(agent: AgentRoute, conversation_id: str, conversation: ConversationView) -> dict[str, Any]:
-    """A conversation's summary: sizes, retention, truncation and pending approvals."""
+def render_conversation(
+    agent: AgentRoute, conversation_id: str, conversation: ConversationView, now_ms: int
+) -> dict[str, Any]:
+    """A conversation's summary: sizes, retention, truncation and pending approvals (each past its lifetime at
+    `now_ms` shown `expired`, without writing: the next turn declines it)."""
     body = {
         "conversationId": conversation_id,
         "agent": agent.name,
@@ -110,7 +134,7 @@ def render_conversation(agent: AgentRoute, conversation_id: str, conversation: C
         "stateBytes": conversation.state_bytes,
         "retention": conversation.retention,
         "truncation": conversation.truncation,
-        "pendingApprovals": conversation.pending_approvals,
+        "pendingApprovals": render_approvals(conversation.pending_approvals, now_ms),
         "createdAt": iso_time(conversation.created_at),
         "updatedAt": iso_time(conversation.updated_at),
     }

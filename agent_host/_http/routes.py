@@ -142,6 +142,8 @@ class Routes:
             payload["responseFormat"] = request.response_format
         if request.options is not None:
             payload["options"] = request.options
+        if request.approval_ttl_seconds is not None:
+            payload["approvalTtlSeconds"] = request.approval_ttl_seconds
         wait = None
         if request.wait and not events:
             wait = float(request.timeout_seconds or self._settings.default_wait_seconds)
@@ -261,7 +263,7 @@ class Routes:
         """`GET .../conversations/{conversationId}`: the conversation's summary."""
         agent, conversation_id = self._target(req)
         state = await self._existing(agent, conversation_id, client)
-        return json_response(200, render_conversation(agent, conversation_id, state))
+        return json_response(200, render_conversation(agent, conversation_id, state, self._clock.now_ms()))
 
     async def delete_conversation(
         self, req: func.HttpRequest, client: df.DurableOrchestrationClient

@@ -24,7 +24,7 @@ from .._streaming.channel import TURN_COMPLETED, TURN_FAILED, TURN_STARTED, Stre
 from .._streaming.events import EventDraft, answer_events, started_event
 from .._streaming.waiting import wait_for_events
 from .event_stream import KEEP_ALIVE, encode_error, encode_event
-from .rendering import render_turn
+from .rendering import render_approvals, render_turn
 
 logger = logging.getLogger("agent_host.http")
 
@@ -221,7 +221,7 @@ def replay(turn: TurnView, agent_name: str | None) -> list[StreamEvent]:
     drafts: list[EventDraft] = [started_event(turn.turn_id, 1)]
     if turn.completed:
         messages = [record_to_message(message, agent_name) for message in turn.answer]
-        drafts.extend(answer_events(messages, turn.approval_requests))
+        drafts.extend(answer_events(messages, render_approvals(turn.approval_requests)))
     return [StreamEvent(number, event, data) for number, (event, data) in enumerate(drafts, start=1)]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
+from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id
 from .._conversation_client.durable_client import DurableConversationClient
 from .._errors import AgentNotFoundError, ConversationNotFoundError, WorkflowNotFoundError
@@ -33,9 +34,10 @@ _RUNTIME_STATUS = {"Completed": "completed", "Failed": "failed", "Terminated": "
 class InspectorRoutes:
     """The inspector's handlers; they read the app's registered agents and workflows as they are added."""
 
-    def __init__(self, agents: Mapping[str, AgentRoute], workflows: Mapping[str, WorkflowRoute]) -> None:
+    def __init__(self, agents: Mapping[str, AgentRoute], workflows: Mapping[str, WorkflowRoute], clock: Clock) -> None:
         self._agents = agents
         self._workflows = workflows
+        self._clock = clock
 
     async def page(self, req: func.HttpRequest) -> func.HttpResponse:
         """`GET /api/inspector`: the page."""
@@ -62,7 +64,7 @@ class InspectorRoutes:
             raise ConversationNotFoundError(agent.name, conversation_id)
         if state.deleted is not None:  # the tombstone is what the host holds: show it, rather than "not found"
             return json_response(200, render_deleted(conversation_id, state.deleted))
-        return json_response(200, render_inspection(agent, conversation_id, state))
+        return json_response(200, render_inspection(agent, conversation_id, state, self._clock.now_ms()))
 
     async def runs(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET /api/inspector/workflows/{workflow}/runs[?top=N&continuationToken=...]`: a workflow's runs."""

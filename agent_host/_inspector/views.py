@@ -11,13 +11,13 @@ from typing import Any
 
 from .._contract import AgentRoute
 from .._conversation.view import ConversationView, DeletedView
-from .._http.rendering import iso_time, render_conversation, render_message
+from .._http.rendering import iso_time, render_approvals, render_conversation, render_message
 
 
-def render_inspection(agent: AgentRoute, conversation_id: str, state: ConversationView) -> dict[str, Any]:
-    """The conversation as the inspector shows it (excluded messages included)."""
+def render_inspection(agent: AgentRoute, conversation_id: str, state: ConversationView, now_ms: int) -> dict[str, Any]:
+    """The conversation as the inspector shows it (excluded messages included; approvals expired at `now_ms`)."""
     return {
-        "conversation": render_conversation(agent, conversation_id, state),
+        "conversation": render_conversation(agent, conversation_id, state, now_ms),
         "messages": [render_message(record, state.agent_name) for record in state.messages],
         "turns": render_turn_records(state),
         "expiredTurns": list(state.expired_turn_ids),
@@ -62,7 +62,8 @@ def render_turn_records(state: ConversationView) -> list[dict[str, Any]]:
         }
         for field, value in (
             ("usage", turn.usage),
-            ("approvalRequests", turn.approval_requests),
+            ("approvalRequests", render_approvals(turn.approval_requests)),
+            ("expiredApprovals", render_approvals(turn.expired_approvals)),
             ("error", turn.error),
             ("input", turn.failed_input),
         ):

@@ -27,6 +27,7 @@ from .._errors import (
     InvalidRequestError,
     internal_error,
 )
+from .._http.rendering import render_approvals
 from .._settings import HostSettings
 from .arguments import (
     idempotency_key_argument,
@@ -179,7 +180,9 @@ async def _run_turn(
     )
     match await take_turn(DurableConversationClient(client, agent), ask, clock):
         case Answered(turn):
-            return answer_result(agent.name, call.session_id, turn.turn_id, turn.text, turn.approval_requests)
+            return answer_result(
+                agent.name, call.session_id, turn.turn_id, turn.text, render_approvals(turn.approval_requests)
+            )
         case Failed(turn) as failed:
             return error_result(failed.error, session_id=call.session_id, turn_id=turn.turn_id)
         case Accepted(turn_id) | Pending(turn_id):

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agent_host._records",
             "agent_host._retention_settings",
             "agent_host._expiry_settings",
+            "agent_host._approval_ttl",
             "agent_host._structured_output",
             "agent_host._turn_options",
             "agent_host._turn_ids",

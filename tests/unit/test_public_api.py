@@ -38,6 +38,7 @@ def test_public_api_is_exactly_this() -> None:
         "AgentResponseCallbackProtocol",
         "AgentTurnError",
         "ApprovalAnsweredError",
+        "ApprovalExpiredError",
         "Clock",
         "ConversationNotFoundError",
         "DurableHistoryProvider",
