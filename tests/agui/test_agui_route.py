@@ -190,3 +190,47 @@ def test_an_unknown_agent_is_404(host: RunningHost) -> None:
 
     assert reply.status == 404
     assert reply.json()["error"]["code"] == "agent_not_found"
+
+
+def test_an_approval_run_ends_in_an_interrupt_and_its_resume_runs_the_tool(tool_host: RunningHost) -> None:
+    ask_refund = {"id": "u1", "role": "user", "content": 'call refund {"order_id": "B2"}'}
+
+    asked = raw_events(tool_host, {"threadId": "t8", "runId": "r1", "messages": [ask_refund]})
+    interrupt = asked[-1]["outcome"]["interrupts"][0]
+    resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+    answered = raw_events(tool_host, {"threadId": "t8", "runId": "r2", "messages": [ask_refund], "resume": resume})
+
+    assert [e["type"] for e in asked] == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "CUSTOM",
+        "RUN_FINISHED",
+    ]
+    assert asked[4]["value"] == {
+        "id": interrupt["id"],
+        "function_call": {"call_id": "call-1", "name": "refund", "arguments": {"order_id": "B2"}},
+    }
+    assert [kind for kind, _ in groupby(e["type"] for e in answered)] == [
+        "RUN_STARTED",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert answered[1]["toolCallId"] == "call-1" and answered[1]["content"] == "Refunded B2."
+    assert executed == ["B2"]
+
+
+def test_a_cancelled_interrupt_rejects_the_tool(tool_host: RunningHost) -> None:
+    ask_refund = {"id": "u1", "role": "user", "content": 'call refund {"order_id": "C3"}'}
+    asked = raw_events(tool_host, {"threadId": "t9", "runId": "r1", "messages": [ask_refund]})
+    resume = [{"interruptId": asked[-1]["outcome"]["interrupts"][0]["id"], "status": "cancelled"}]
+
+    raw_events(tool_host, {"threadId": "t9", "runId": "r2", "messages": [ask_refund], "resume": resume})
+
+    conversation = tool_host.request("GET", "/api/agents/assistant/conversations/t9", headers={"x-functions-key": KEY})
+    assert executed == []
+    assert conversation.json()["pendingApprovals"] == []
