@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 from ag_ui.core import EventType
-from agent_framework import Message, tool
+from agent_framework import Agent, Message, tool
 from agent_framework_ag_ui import AGUIChatClient
 from apps import build_app, make_agent
-from chat_clients import StreamingChatClient, recall_reply
+from chat_clients import FailingChatClient, StreamingChatClient, recall_reply
 from hosting import RunningHost
 
 KEY = "agui-key"
@@ -32,6 +32,12 @@ def refund(order_id: str) -> str:
     return f"Refunded {order_id}."
 
 
+@tool
+def lookup(order_id: str) -> str:
+    """Look up an order."""
+    return f"Order {order_id} shipped."
+
+
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[RunningHost]:
     running = RunningHost(lambda: build_app(make_agent(StreamingChatClient(recall_reply))), tmp_path, KEY)
@@ -42,7 +48,8 @@ def host(tmp_path: Path) -> Iterator[RunningHost]:
 @pytest.fixture
 def tool_host(tmp_path: Path) -> Iterator[RunningHost]:
     executed.clear()
-    running = RunningHost(lambda: build_app(make_agent(StreamingChatClient(), tools=[refund])), tmp_path, KEY)
+    agents = (make_agent(StreamingChatClient(), tools=[refund, lookup]), make_agent(FailingChatClient(), "broken"))
+    running = RunningHost(lambda: build_app(*agents), tmp_path, KEY)
     yield running
     running.stop()
 
@@ -68,6 +75,12 @@ async def ask(running: RunningHost, thread: str, *texts: str, **options: Any) ->
                 await client.get_response(messages, options={"metadata": {"thread_id": thread}, **options})
             )
         return responses
+
+
+def host_turn(running: RunningHost, location: str) -> Any:
+    """The turn a run's `Location` names, read through the turns API."""
+    assert "/api/agents/" in location and "/turns/" in location
+    return running.request("GET", "/api" + location.split("/api", 1)[1], headers={"x-functions-key": KEY}).json()
 
 
 def raw_events(running: RunningHost, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -234,3 +247,60 @@ def test_a_cancelled_interrupt_rejects_the_tool(tool_host: RunningHost) -> None:
     conversation = tool_host.request("GET", "/api/agents/assistant/conversations/t9", headers={"x-functions-key": KEY})
     assert executed == []
     assert conversation.json()["pendingApprovals"] == []
+
+
+def test_an_agent_on_the_agui_client_sends_its_whole_history_and_only_the_new_message_is_stored(
+    host: RunningHost,
+) -> None:
+    async def two_runs() -> list[str]:
+        async with keyed_client(host) as http:
+            front = Agent(AGUIChatClient(endpoint=agui_endpoint(host), http_client=http), name="front")
+            session = front.create_session()
+            options = {"metadata": {"thread_id": "t10"}}
+            first = await front.run("My name is Ada.", session=session, options=options)
+            second = await front.run("What is my name?", session=session, options=options)
+            return [first.text, second.text]
+
+    answers = asyncio.run(two_runs())
+
+    messages = host.request("GET", "/api/agents/assistant/conversations/t10/messages", headers={"x-functions-key": KEY})
+    assert answers == ["Noted: My name is Ada.", "Your name is Ada."]
+    assert [m["text"] for m in messages.json()["messages"]] == [
+        "My name is Ada.",
+        "Noted: My name is Ada.",
+        "What is my name?",
+        "Your name is Ada.",
+    ]
+
+
+def test_a_tool_run_sends_the_call_and_its_result(tool_host: RunningHost) -> None:
+    ask_lookup = {"id": "u1", "role": "user", "content": 'call lookup {"order_id": "D4"}'}
+
+    events = raw_events(tool_host, {"threadId": "t11", "runId": "r1", "messages": [ask_lookup]})
+
+    assert [kind for kind, _ in groupby(e["type"] for e in events)] == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert events[1] == {"type": "TOOL_CALL_START", "toolCallId": "call-1", "toolCallName": "lookup"}
+    assert json.loads(events[2]["delta"]) == {"order_id": "D4"}
+    assert events[4]["content"] == "Order D4 shipped."
+
+
+def test_a_failed_turn_ends_the_run_with_run_error(tool_host: RunningHost) -> None:
+    body = {"threadId": "t12", "runId": "r1", "messages": [{"role": "user", "content": "hi"}]}
+    reply = tool_host.request("POST", "/api/agents/broken/agui", body, headers={"x-functions-key": KEY})
+
+    events = [json.loads(line[6:]) for line in reply.body.decode().splitlines() if line.startswith("data: ")]
+
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
+    assert events[1]["code"] == "turn_failed" and "secret-detail" not in events[1]["message"]
+    turn = host_turn(tool_host, reply.headers["location"])
+    assert turn["status"] == "failed" and turn["error"]["code"] == "turn_failed"
