@@ -9,10 +9,11 @@ the AG-UI wire format, the conversation client and the turn stream; nothing of h
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+import azure.durable_functions as df
 import azure.functions as func
 from pydantic import AliasChoices, ConfigDict, Field
 
@@ -21,7 +22,7 @@ from .._contract import AgentRoute, WireModel, parse_model, validate_conversatio
 from .._conversation.view import ConversationView
 from .._conversation_client.durable_client import DurableConversationClient
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
-from .._errors import AgentHostError, InvalidRequestError, TurnExpiredError
+from .._errors import AgentHostError, InvalidRequestError, MessageTooLargeError, TurnExpiredError
 from .._settings import HostSettings
 from .._streaming.channel import (
     APPROVAL_REQUESTED,
@@ -93,7 +94,7 @@ class TurnInput:
 
 async def run_agui(
     req: func.HttpRequest,
-    client: Any,
+    client: df.DurableOrchestrationClient,
     agent: AgentRoute,
     settings: HostSettings,
     clock: Clock,
@@ -107,7 +108,9 @@ async def run_agui(
     Raises:
         InvalidRequestError: the body is not a `RunAgentInput`, the thread or run id is invalid, or it brings
             nothing new to run.
-        IdempotencyConflictError, TurnExpiredError, UnknownApprovalError: as `take_turn`.
+        MessageTooLargeError: the new text is over the message limit.
+        TurnExpiredError: the run's turn ran, but its receipt is no longer kept.
+        UnknownApprovalError, ApprovalAnsweredError: an answer names no pending approval.
     """
     run = parse_model(AguiRunInput, json_object(body_text(req, settings.max_message_bytes), _RUN_SHAPE))
     conversation_id = validate_conversation_id(run.thread_id, agent)
@@ -128,7 +131,7 @@ async def run_agui(
         expired = live.expired_keyed_turn(run.run_id)
         if expired is not None:
             raise TurnExpiredError(conversation_id, expired)
-        turn = turn_input(run, live)
+        turn = turn_input(run, live, settings.max_message_bytes)
         payload: dict[str, Any] = {"message": turn.message}
         if turn.approvals:
             payload["approvals"] = turn.approvals
@@ -145,17 +148,18 @@ async def run_agui(
     return EventStreamResponse(body, headers={"Location": f"{turns_url}/{turn_id}"})
 
 
-def turn_input(run: AguiRunInput, state: ConversationView) -> TurnInput:
+def turn_input(run: AguiRunInput, state: ConversationView, max_message_bytes: int) -> TurnInput:
     """The turn a run asks for: the new messages' user text, and their answers to the pending approvals.
 
     Raises:
+        MessageTooLargeError: the new text is over `max_message_bytes` (UTF-8).
         InvalidRequestError: a new message is not text, a tool result answers no pending approval, an answer is
             not a yes or no, or nothing new is sent (code `missing_message`).
     """
     fresh = new_messages(run.messages, state.messages)
     pending = state.pending_approvals_by_id
     by_call = {_call_id(item): approval_id for approval_id, item in pending.items()}
-    texts = [_text(message) for message in fresh if message.role == "user"]
+    texts = [_user_text(message) for message in fresh if message.role == "user"]
     approvals: dict[str, bool] = {}
     for message in fresh:
         if message.role == "tool":
@@ -176,6 +180,9 @@ def turn_input(run: AguiRunInput, state: ConversationView) -> TurnInput:
             cancelled = entry.status == "cancelled"
             approvals[approval_id] = False if cancelled else _approved(entry.payload, entry.interrupt_id)
     joined = "\n\n".join(text for text in texts if text) or None
+    size = len((joined or "").encode("utf-8"))
+    if size > max_message_bytes:
+        raise MessageTooLargeError(size, max_message_bytes)
     if joined is None and not approvals:
         raise InvalidRequestError(
             "The run brings nothing new: every message it sends is already in the conversation. Add a user "
@@ -188,36 +195,41 @@ def turn_input(run: AguiRunInput, state: ConversationView) -> TurnInput:
 def new_messages(sent: Sequence[AguiMessage], stored: Sequence[dict[str, Any]]) -> list[AguiMessage]:
     """The messages a client sends that the conversation does not hold: those after the last one it holds.
 
-    A sent message is held when its id is a stored message's id; a client that names messages itself (core's
-    `Message` without an id gets a new one on every send) is matched by role and text instead.
+    A sent message is held when its id is a stored message's id. A client that names messages afresh on every send
+    (core's `Message` without an id gets a new one each time) is matched on the conversation's newest message, by
+    role and text: a client that sends its history has it, and one that sends only new messages does not (matching
+    older messages by text would take a repeated "yes" for one already stored).
     """
     stored_ids = {record["id"] for record in stored}
     held = [index for index, message in enumerate(sent) if message.id is not None and message.id in stored_ids]
-    if not held:
-        stored_texts = {(record["role"], _record_text(record)) for record in stored}
-        held = [index for index, message in enumerate(sent) if (message.role, _text(message)) in stored_texts]
+    if not held and stored:
+        newest = (stored[-1]["role"], _record_text(stored[-1]))
+        held = [index for index, message in enumerate(sent) if (message.role, _text(message)) == newest]
     return list(sent[held[-1] + 1 :]) if held else list(sent)
 
 
 def _text(message: AguiMessage) -> str:
-    """A message's text; a user message of other parts (AG-UI's binary input) is refused.
+    """A message's text: its content, or its text parts joined."""
+    content = message.content
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "".join(part["text"] for part in content if part.get("type") == "text" and isinstance(part.get("text"), str))
+
+
+def _user_text(message: AguiMessage) -> str:
+    """A new user message's text; one with other parts (AG-UI's binary input) is refused.
 
     Raises:
         InvalidRequestError: with code `invalid_body`.
     """
-    content = message.content
-    if content is None or isinstance(content, str):
-        return content or ""
-    parts = []
-    for part in content:
+    for part in message.content if isinstance(message.content, list) else ():
         if part.get("type") != "text" or not isinstance(part.get("text"), str):
             raise InvalidRequestError(
                 f"Message {message.id!r} holds a {part.get('type')!r} part: this route takes text parts only. Send "
                 "files through POST .../turns with `contents`.",
                 code="invalid_body",
             )
-        parts.append(part["text"])
-    return "".join(parts)
+    return _text(message)
 
 
 def _record_text(record: dict[str, Any]) -> str:
@@ -282,7 +294,7 @@ class AguiEvents:
 
     thread_id: str
     run_id: str
-    read: Callable[[str], Any]
+    read: Callable[[str], Awaitable[ConversationView | None]]
     conversation_id: str
     _open: str | None = field(default=None, init=False)
 
@@ -348,7 +360,7 @@ class AguiEvents:
         finished: AgentEvent = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
         if not requests:
             return [finished]
-        state: ConversationView | None = await self.read(self.conversation_id)
+        state = await self.read(self.conversation_id)
         pending = state.pending_approvals_by_id if state is not None else {}
         events: list[AgentEvent] = []
         interrupts = []

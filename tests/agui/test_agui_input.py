@@ -31,3 +31,13 @@ def test_every_message_is_new_when_none_is_stored() -> None:
 
     assert [m.id for m in new_messages(messages, STORED)] == ["a", "b"]
     assert [m.id for m in new_messages(messages, [])] == ["a", "b"]
+
+
+def test_a_repeated_text_sent_alone_is_new_though_an_older_message_says_it_too() -> None:
+    stored = [
+        *STORED,
+        {"id": "t2.in", "role": "user", "text": "yes"},
+        {"id": "msg_3", "role": "assistant", "text": "Ok."},
+    ]
+
+    assert [m.id for m in new_messages(sent(("x", "user", "yes")), stored)] == ["x"]

@@ -183,6 +183,11 @@ def test_an_approval_round_trips_through_interrupts(tool_host: RunningHost) -> N
             "invalid_body",
         ),
         (
+            {"threadId": "t6", "runId": "r1", "messages": [{"role": "user", "content": "x" * 40_000}]},
+            413,
+            "message_too_large",
+        ),
+        (
             {"threadId": "t6", "runId": "r1", "messages": [], "resume": [{"interruptId": "nope"}]},
             400,
             "unknown_approval",
