@@ -52,6 +52,7 @@ class AguiMessage(WireModel):
     role: Literal["user", "assistant", "system", "developer", "tool", "reasoning", "activity"]
     content: str | list[dict[str, Any]] | None = None
     tool_call_id: str | None = Field(None, validation_alias=AliasChoices("toolCallId", "tool_call_id"))
+    tool_calls: list[dict[str, Any]] | None = Field(None, validation_alias=AliasChoices("toolCalls", "tool_calls"))
 
 
 class AguiResume(WireModel):
@@ -195,17 +196,38 @@ def turn_input(run: AguiRunInput, state: ConversationView, max_message_bytes: in
 def new_messages(sent: Sequence[AguiMessage], stored: Sequence[dict[str, Any]]) -> list[AguiMessage]:
     """The messages a client sends that the conversation does not hold: those after the last one it holds.
 
-    A sent message is held when its id is a stored message's id. A client that names messages afresh on every send
-    (core's `Message` without an id gets a new one each time) is matched on the conversation's newest message, by
-    role and text: a client that sends its history has it, and one that sends only new messages does not (matching
-    older messages by text would take a repeated "yes" for one already stored).
+    A sent message is held when its id is a stored message's id, or it carries a stored tool call (an assistant
+    message's `toolCalls`, a tool message's `toolCallId` of a call whose result is stored). A client that names
+    messages afresh on every send (core's `Message` without an id gets a new one each time) is otherwise matched on
+    the conversation's newest message, by role and text: a client that sends its history has it, and one that sends
+    only new messages does not (matching older messages by text would take a repeated "yes" for one already stored).
     """
     stored_ids = {record["id"] for record in stored}
-    held = [index for index, message in enumerate(sent) if message.id is not None and message.id in stored_ids]
+    calls = _stored_call_ids(stored, "function_call")
+    results = _stored_call_ids(stored, "function_result")
+    held = [index for index, message in enumerate(sent) if _is_held(message, stored_ids, calls, results)]
     if not held and stored:
         newest = (stored[-1]["role"], _record_text(stored[-1]))
         held = [index for index, message in enumerate(sent) if (message.role, _text(message)) == newest]
     return list(sent[held[-1] + 1 :]) if held else list(sent)
+
+
+def _is_held(message: AguiMessage, stored_ids: set[str], calls: set[str], results: set[str]) -> bool:
+    if message.id is not None and message.id in stored_ids:
+        return True
+    if message.role == "tool":
+        return message.tool_call_id in results
+    return any(call.get("id") in calls for call in message.tool_calls or ())
+
+
+def _stored_call_ids(stored: Sequence[dict[str, Any]], kind: str) -> set[str]:
+    """The call ids of the stored contents of one kind (`function_call`, `function_result`)."""
+    return {
+        str(content["call_id"])
+        for record in stored
+        for content in record.get("contents", ())
+        if content.get("type") == kind and content.get("call_id")
+    }
 
 
 def _text(message: AguiMessage) -> str:

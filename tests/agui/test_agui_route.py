@@ -13,15 +13,18 @@ from typing import Any
 
 import httpx
 import pytest
-from ag_ui.core import EventType
+from ag_ui.core import Event
 from agent_framework import Agent, Message, tool
 from agent_framework_ag_ui import AGUIChatClient
 from apps import build_app, make_agent
 from chat_clients import FailingChatClient, StreamingChatClient, recall_reply
 from hosting import RunningHost
+from pydantic import TypeAdapter
 
 KEY = "agui-key"
 AGUI = "/api/agents/assistant/agui"
+KEYED = {"x-functions-key": KEY}
+AGUI_EVENT: TypeAdapter[Any] = TypeAdapter(Event)
 executed: list[str] = []
 
 
@@ -86,8 +89,15 @@ def host_turn(running: RunningHost, location: str) -> Any:
 def raw_events(running: RunningHost, body: dict[str, Any]) -> list[dict[str, Any]]:
     reply = running.request("POST", AGUI, body, headers={"x-functions-key": KEY, "Accept": "text/event-stream"})
     assert reply.status == 200, reply.body
-    lines = reply.body.decode().splitlines()
-    return [json.loads(line.removeprefix("data: ")) for line in lines if line.startswith("data: ")]
+    return agui_events(reply.body)
+
+
+def agui_events(body: bytes) -> list[dict[str, Any]]:
+    """The events of an AG-UI stream, each checked against the protocol's own event models."""
+    events = [json.loads(line[6:]) for line in body.decode().splitlines() if line.startswith("data: ")]
+    for event in events:
+        AGUI_EVENT.validate_python(event)
+    return events
 
 
 def test_two_runs_on_one_thread_recall_each_other(host: RunningHost) -> None:
@@ -112,7 +122,6 @@ def test_a_streamed_run_sends_agui_events_in_order(host: RunningHost) -> None:
         "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
-    assert all(EventType(kind) for kind in types)
     assert events[0] == {"type": "RUN_STARTED", "threadId": "t2", "runId": "run-a"}
     assert "".join(event["delta"] for event in events if event["type"] == "TEXT_MESSAGE_CONTENT") == "Noted: Hi there"
     assert events[-1] == {"type": "RUN_FINISHED", "threadId": "t2", "runId": "run-a"}
@@ -303,9 +312,26 @@ def test_a_failed_turn_ends_the_run_with_run_error(tool_host: RunningHost) -> No
     body = {"threadId": "t12", "runId": "r1", "messages": [{"role": "user", "content": "hi"}]}
     reply = tool_host.request("POST", "/api/agents/broken/agui", body, headers={"x-functions-key": KEY})
 
-    events = [json.loads(line[6:]) for line in reply.body.decode().splitlines() if line.startswith("data: ")]
+    events = agui_events(reply.body)
 
     assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
     assert events[1]["code"] == "turn_failed" and "secret-detail" not in events[1]["message"]
     turn = host_turn(tool_host, reply.headers["location"])
     assert turn["status"] == "failed" and turn["error"]["code"] == "turn_failed"
+
+
+def test_a_tool_message_for_the_pending_call_answers_its_approval(tool_host: RunningHost) -> None:
+    ask_refund = {"id": "u1", "role": "user", "content": 'call refund {"order_id": "E5"}'}
+    asked = raw_events(tool_host, {"threadId": "t13", "runId": "r1", "messages": [ask_refund]})
+    call_id = asked[-1]["outcome"]["interrupts"][0]["toolCallId"]
+    # The history as an AG-UI front end keeps it: the call under an id of its own, then the answer to it.
+    call = {"id": "c1", "type": "function", "function": {"name": "refund", "arguments": '{"order_id": "E5"}'}}
+    called = {"id": "front-1", "role": "assistant", "content": "", "toolCalls": [call | {"id": call_id}]}
+    answer = {"id": "a1", "role": "tool", "toolCallId": call_id, "content": '{"approved": true}'}
+
+    answered = raw_events(tool_host, {"threadId": "t13", "runId": "r2", "messages": [ask_refund, called, answer]})
+
+    messages = tool_host.request("GET", "/api/agents/assistant/conversations/t13/messages", headers=KEYED).json()
+    assert executed == ["E5"]
+    assert [m["text"] for m in messages["messages"] if m["role"] == "user" and m["text"]] == [ask_refund["content"]]
+    assert next(e for e in answered if e["type"] == "TOOL_CALL_RESULT")["content"] == "Refunded E5."
