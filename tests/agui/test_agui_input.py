@@ -45,7 +45,9 @@ def test_a_repeated_text_sent_alone_is_new_though_an_older_message_says_it_too()
 
 def test_a_message_carrying_a_stored_tool_call_is_held() -> None:
     stored = [*STORED, {"id": "msg_2", "role": "assistant", "contents": [{"type": "function_call", "call_id": "k1"}]}]
-    called = AguiMessage(id="front-1", role="assistant", content="", tool_calls=[{"id": "k1", "type": "function"}])
+    called = AguiMessage(
+        id="front-1", role="assistant", content="Refunding.", tool_calls=[{"id": "k1", "type": "function"}]
+    )
     answer = AguiMessage(id="a1", role="tool", content='{"approved": true}', tool_call_id="k1")
 
     assert new_messages([*sent(("u", "user", "again")), called, answer], stored) == [answer]
