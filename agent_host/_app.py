@@ -486,6 +486,7 @@ class AgentFunctionApp(df.DFApp):
             HttpRoute("api_messages", f"{conversation}/messages", {"GET": conversations.get_messages}),
             HttpRoute("api_retention", f"{conversation}/retention", {"PUT": conversations.put_retention}),
             HttpRoute("api_run", "agents/{agent}/run", {"POST": conversations.run}),
+            HttpRoute("api_agui", "agents/{agent}/agui", {"POST": conversations.agui}),
             HttpRoute("api_workflow_runs", runs, {"POST": workflows.runs}),
             HttpRoute("api_workflow_run", f"{runs}/{{runId}}", {"GET": workflows.run}),
             HttpRoute(

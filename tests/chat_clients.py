@@ -111,3 +111,12 @@ def word_by_word(response: ChatResponse) -> ResponseStream[ChatResponseUpdate, C
             yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(response.usage_details)])
 
     return ResponseStream(updates(), finalizer=lambda _: response)
+
+
+def recall_reply(messages: list[Message], options: Mapping[str, Any]) -> Message:
+    """A `ScriptedChatClient` script that answers from the messages it is sent: "My name is X." is noted, and
+    "What is my name?" answered with the last name any user message gave (or that it does not know one)."""
+    names = [m.text.removeprefix("My name is ").rstrip(".") for m in messages if m.text.startswith("My name is ")]
+    if messages[-1].text.startswith("What is my name"):
+        return Message("assistant", [f"Your name is {names[-1]}." if names else "I do not know your name."])
+    return Message("assistant", [f"Noted: {messages[-1].text}"])

@@ -45,6 +45,7 @@ from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
 from .._turn_ids import issued_at
 from .._turn_options import contents_bytes
+from .agui_route import run_agui
 from .event_stream import EventStreamResponse, RouteResponse
 from .rendering import render_conversation, render_message, render_pending, render_turn
 from .requests import (
@@ -125,6 +126,15 @@ class Routes:
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
         return await run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait)
+
+    async def agui(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
+        """`POST /api/agents/{agent}/agui`: one AG-UI run, a turn of the thread's conversation, as AG-UI events."""
+        agent = self._agent(req)
+
+        def reader(conversation_id: str, turn_id: str) -> TurnStreamReader:
+            return self._reader(client, agent, conversation_id, turn_id)
+
+        return await run_agui(req, client, agent, self._settings, self._clock, reader)
 
     async def post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""

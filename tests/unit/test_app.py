@@ -32,6 +32,7 @@ def test_each_agent_gets_one_entity_and_the_routes_are_shared() -> None:
     names = sorted(f.get_function_name() for f in app.get_functions())
 
     assert names == [
+        "api_agui",
         "api_conversation",
         "api_conversations",
         "api_health",
