@@ -277,6 +277,34 @@ def _stream_store_latency(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _durabletask_turns(figures: dict[str, Any]) -> list[str]:
+    """`bench.durabletask_turns`: AgentClient turn latency on the in-memory backend, and turns at once by pool."""
+    latency, load = figures["latency"], figures["concurrency"]
+    lines = [
+        "A turn through `AgentClient` to an `AgentWorker` on durabletask's in-memory backend (a gRPC sidecar in the "
+        "same process), zero-latency model, p50 of the last 20 turns (or fewer) at each size:",
+        "",
+        "| turns taken | stored messages | p50 ms | max ms |",
+        "|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {r['turns']} | {r['messages']} | {r['p50_ms']:.1f} | {r['max_ms']:.1f} |" for r in latency["rows"]]
+    lines += [
+        "",
+        f"The backend's own round trip (a trivial entity operation, signal to state read back): "
+        f"{latency['entity_round_trip_p50_ms']:.1f} ms p50.",
+        "",
+        f"{load['conversations']} conversations each sending one turn at once, each turn a {load['model_seconds']:g} s "
+        "model call:",
+        "",
+        "| worker thread pool | threads | wall time | turns a second |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, label in (("sdk_default", "the SDK's default"), ("worker_options", "`worker_options()`")):
+        pool = load[key]
+        lines.append(f"| {label} | {pool['threads']} | {pool['wall_seconds']:.2f} s | {pool['turns_per_second']:.1f} |")
+    return lines
+
+
 # Each standalone benchmark: its section title, its module, the page that explains it, and its renderer.
 SECTIONS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("Orchestration episodes", "orchestration_cost", "orchestrations-local-host.md", _orchestration_cost),
@@ -286,6 +314,7 @@ SECTIONS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("Capacity", "capacity", "scaling.md", _capacity),
     ("The Python worker's own code under serve", "worker_invocation", "configuration.md", _worker_invocation),
     ("Memory of the state cache", "state_cache_memory", "scaling.md", _state_cache_memory),
+    ("The standalone worker", "durabletask_turns", "standalone-worker.md", _durabletask_turns),
 )
 
 # The blocks a docs page may quote: by name, the results file (its stem) and the renderer. Each section's own
