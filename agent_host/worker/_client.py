@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -58,6 +58,7 @@ from .._conversation.turn_records import (
 )
 from .._errors import (
     AgentHostError,
+    AgentNotFoundError,
     ConversationNotFoundError,
     IdempotencyConflictError,
     InvalidRequestError,
@@ -90,6 +91,8 @@ class AgentClient:
         clock: Where turn ids take their time from.
         durable_task_scheduler: Whether the backend caps entity ids at 100 characters; None: when the client is a
             `DurableTaskSchedulerClient` or the settings say so.
+        agents: The names the worker hosts, to refuse any other at once (`AgentNotFoundError`); None takes any
+            name, and a turn for an agent no worker hosts then waits its whole wait and answers pending.
     """
 
     def __init__(
@@ -99,8 +102,10 @@ class AgentClient:
         settings: HostSettings | None = None,
         clock: Clock = SYSTEM_CLOCK,
         durable_task_scheduler: bool | None = None,
+        agents: Sequence[str] | None = None,
     ) -> None:
         self.client = client
+        self.agents = None if agents is None else list(agents)
         self.settings = settings or HostSettings.from_environment()
         self.clock = clock
         self.durable_task_scheduler = (
@@ -113,6 +118,7 @@ class AgentClient:
         """One conversation of `agent` (the name it was registered under).
 
         Raises:
+            AgentNotFoundError: `agents` was given and does not name it.
             InvalidRequestError: the id is invalid, or too long for the backend's entity ids
                 (`invalid_conversation_id`).
         """
@@ -121,10 +127,21 @@ class AgentClient:
 
     def get_agent(self, agent_name: str) -> ClientAgent:
         """The agent as agent-framework-durabletask's `DurableAIAgentClient.get_agent` gives it: `run`,
-        `create_session`, `get_session` (docs/standalone-worker.md, "Migrating")."""
+        `create_session`, `get_session` (docs/standalone-worker.md, "Migrating").
+
+        Raises:
+            AgentNotFoundError: `agents` was given and does not name it.
+        """
         return ClientAgent(self, self._route(agent_name))
 
     def _route(self, agent: str) -> AgentRoute:
+        """What the routes know of a registered agent, from its name.
+
+        Raises:
+            AgentNotFoundError: `agents` was given and does not name it.
+        """
+        if self.agents is not None and agent not in self.agents:
+            raise AgentNotFoundError(agent[:80], sorted(self.agents))
         entity_name = entity_name_for(agent)
         limit = conversation_id_limit(entity_name, durable_task_scheduler=self.durable_task_scheduler)
         return AgentRoute(name=agent, entity_name=entity_name, history="", max_conversation_id_length=limit)

@@ -158,7 +158,7 @@ class AgentWorker:
 
         def conversation_entity(context: EntityContext, operation_input: Any) -> Any:
             operation = EntityOperationContext(context, operation_input)
-            entity(operation)  # type: ignore[arg-type]  # the adapter has every member the entity uses
+            entity(operation)  # the adapter has every member of the Functions entity context the entity uses
             return operation.finish()
 
         self.worker.add_entity(conversation_entity, name=entity_name_for(name))

@@ -14,6 +14,7 @@ from durabletask.entities import EntityInstanceId
 from durabletask.worker import TaskHubGrpcWorker
 
 from agent_host import (
+    AgentNotFoundError,
     ConversationNotFoundError,
     IdempotencyConflictError,
     InvalidRequestError,
@@ -200,3 +201,10 @@ def test_an_agent_registered_twice_under_one_name_is_refused() -> None:
         worker.add_agent(Agent(ScriptedChatClient(), "Other.", name="Assistant"))
     with pytest.raises(ValueError, match="turn_threads"):
         worker_options(turn_threads=0)
+
+
+def test_a_client_told_the_hosted_agents_refuses_any_other(hub: str) -> None:
+    with agent_client(hub, agents=["assistant"]) as client, pytest.raises(AgentNotFoundError) as unknown:
+        client.conversation("planner", "c1")
+
+    assert unknown.value.code == "agent_not_found" and "assistant" in unknown.value.message
