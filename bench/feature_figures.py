@@ -302,6 +302,24 @@ def _durabletask_turns(figures: dict[str, Any]) -> list[str]:
     for key, label in (("sdk_default", "the SDK's default"), ("worker_options", "`worker_options()`")):
         pool = load[key]
         lines.append(f"| {label} | {pool['threads']} | {pool['wall_seconds']:.2f} s | {pool['turns_per_second']:.1f} |")
+    published = figures.get("published")
+    if published is not None and "rows" in published:
+        ours = {row["turns"]: row for row in latency["rows"]}
+        lines += [
+            "",
+            f"The same turns through agent-framework-durabletask {published['version']} (`DurableAIAgentWorker`, "
+            "`DurableAIAgentClient.get_agent(...).run`) on the same kind of backend, p50 over the same turns:",
+            "",
+            "| turns taken | agent-host p50 ms | published p50 ms |",
+            "|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {row['turns']} | {ours[row['turns']]['p50_ms']:.1f} | {row['p50_ms']:.1f} |"
+            for row in published["rows"]
+            if row["turns"] in ours
+        ]
+    elif published is not None:
+        lines += ["", f"The published worker was not measured: {published['unavailable']}"]
     return lines
 
 
