@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_framework import SupportsAgentRun
+from durabletask import task
 from durabletask.entities import EntityContext
 from durabletask.worker import ConcurrencyOptions, TaskHubGrpcWorker
 
 from .._agent_names import entity_name_for, hosted_agent_name
 from .._clock import SYSTEM_CLOCK, Clock
+from .._contract import AgentRoute
 from .._conversation.entity import ConversationEntity
 from .._conversation.history_plan import plan_history
 from .._conversation.sessions import core_state_types, register_state_types
@@ -23,6 +25,7 @@ from .._retention_settings import RetentionModeName
 from .._settings import HostSettings, retention_from
 from .._streaming.callbacks import AgentResponseCallbackProtocol
 from ._entity_context import EntityOperationContext
+from ._orchestration_agent import WorkerOrchestrationAgent
 from ._state_converter import AgentStateConverter
 
 logger = logging.getLogger("agent_host.worker")
@@ -89,6 +92,7 @@ class AgentWorker:
         self.clock = clock
         self._durable_task_scheduler = self.settings.durable_task_scheduler or _is_scheduler_worker(worker)
         self._entities: dict[str, ConversationEntity] = {}
+        self._routes: dict[str, AgentRoute] = {}
         register_state_types([*core_state_types(), *state_types])
         CONVERSATION_CACHE.resize(self.settings.state_cache_mb * MB)
         for agent in agents:
@@ -129,7 +133,7 @@ class AgentWorker:
             RuntimeError: the worker is already running (durabletask takes registrations before `start` only).
         """
         register_state_types(state_types)
-        name, _ = hosted_agent_name(agent, entity_id, durable_task_scheduler=self._durable_task_scheduler)
+        name, id_limit = hosted_agent_name(agent, entity_id, durable_task_scheduler=self._durable_task_scheduler)
         known = self._entities.get(name)
         if known is not None and known.agent is agent:
             logger.warning("Agent %r is already registered; the repeated add_agent call was ignored.", name)
@@ -143,10 +147,11 @@ class AgentWorker:
             names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
             source=f"add_agent({name!r}):",
         )
+        plan = plan_history(agent)
         entity = ConversationEntity(
             name,
             agent,
-            plan=plan_history(agent),
+            plan=plan,
             retention=retention,
             max_turn_records=self.settings.max_turn_records,
             turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
@@ -163,6 +168,27 @@ class AgentWorker:
 
         self.worker.add_entity(conversation_entity, name=entity_name_for(name))
         self._entities[name] = entity
+        self._routes[name] = AgentRoute(
+            name=name,
+            entity_name=entity_name_for(name),
+            history=plan.owner,
+            max_conversation_id_length=id_limit,
+            agent_type=type(agent).__name__,
+            http_enabled=False,
+        )
+
+    def get_agent(self, context: task.OrchestrationContext, agent_name: str) -> WorkerOrchestrationAgent:
+        """A registered agent for use inside an orchestrator on this worker, as `AgentFunctionApp.get_agent` gives
+        it: `agent.create_session()`, then `response = yield agent.run("...", session=session)`.
+
+        Raises:
+            ValueError: no agent of that name is registered.
+        """
+        route = self._routes.get(agent_name)
+        if route is None:
+            known = ", ".join(sorted(self._routes)) or "none"
+            raise ValueError(f"Agent '{agent_name}' is not registered with this worker. Registered agents: {known}.")
+        return WorkerOrchestrationAgent(context, route)
 
 
 def _require_state_converter(worker: TaskHubGrpcWorker) -> None:

@@ -87,7 +87,7 @@ DURABLETASK_NOT_PROVIDED: dict[str, str] = {
     "ContentTypes": _STATE,
     "DurableAIAgent": "get_agent returns agent_host's OrchestrationAgent: the same create_session, get_session, run",
     "DurableAIAgentClient": _WORKER + ": AgentClient, whose get_agent(name).run has the same shape",
-    "DurableAIAgentOrchestrationContext": _STANDALONE,
+    "DurableAIAgentOrchestrationContext": _WORKER + ": AgentWorker.get_agent(context, name)",
     "DurableAIAgentWorker": _WORKER + ": AgentWorker, with add_agent",
     "DurableAgentExecutor": _INTERNAL,
     "DurableAgentSession": "a session is a conversation id here: create_session(session_id=...) joins one",

@@ -208,3 +208,55 @@ def test_a_client_told_the_hosted_agents_refuses_any_other(hub: str) -> None:
         client.conversation("planner", "c1")
 
     assert unknown.value.code == "agent_not_found" and "assistant" in unknown.value.message
+
+
+def test_an_orchestration_takes_turns_through_get_agent_in_one_session(hub: str) -> None:
+    model = ScriptedChatClient()
+    workers: list[AgentWorker] = []
+
+    def chat(context: task.OrchestrationContext, conversation_id: str) -> object:
+        agent = workers[0].get_agent(context, "assistant")
+        session = agent.create_session(session_id=conversation_id)
+        first = yield agent.run("My name is Ada.", session=session)
+        second = yield agent.run("What is my name?", session=session)
+        return [first.text, second.text]
+
+    with running_worker(hub, [make_agent(model)], orchestrators=[chat]) as worker, agent_client(hub) as client:
+        workers.append(worker)
+        instance = client.client.schedule_new_orchestration(chat, input="c1")
+        state = client.client.wait_for_orchestration_completion(instance, timeout=30)
+        transcript = client.conversation("assistant", "c1").messages()
+
+    assert state is not None and state.serialized_output is not None
+    assert json.loads(state.serialized_output) == ["reply 1: My name is Ada.", "reply 2: What is my name?"]
+    assert "My name is Ada." in sent_texts(model, 1)
+    assert len(transcript) == 4
+
+
+def test_a_failed_turn_fails_the_orchestrations_task_naming_its_code(hub: str) -> None:
+    workers: list[AgentWorker] = []
+
+    def ask(context: task.OrchestrationContext, _: object) -> object:
+        agent = workers[0].get_agent(context, "assistant")
+        try:
+            yield agent.run("Hello")
+        except task.TaskFailedError as exc:
+            return [exc.details.error_type, str(exc)]
+        return None
+
+    with running_worker(hub, [make_agent(FailingChatClient())], orchestrators=[ask]) as worker, agent_client(hub) as c:
+        workers.append(worker)
+        instance = c.client.schedule_new_orchestration(ask)
+        state = c.client.wait_for_orchestration_completion(instance, timeout=30)
+
+    assert state is not None and state.serialized_output is not None
+    error_type, message = json.loads(state.serialized_output)
+    assert error_type.rsplit(".", 1)[-1] == "AgentTurnError" and "(turn_failed)" in message
+
+
+def test_get_agent_names_the_registered_agents_for_an_unknown_one() -> None:
+    worker = AgentWorker(TaskHubGrpcWorker(host_address="localhost:1", **worker_options()))
+    worker.add_agent(make_agent(ScriptedChatClient()))
+
+    with pytest.raises(ValueError, match="Registered agents: assistant"):
+        worker.get_agent(None, "planner")  # type: ignore[arg-type]
