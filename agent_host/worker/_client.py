@@ -29,6 +29,7 @@ from .._contract import (
     conversation_id_limit,
     parse_model,
     validate_conversation_id,
+    validate_turn_id,
 )
 from .._conversation.approvals import answered_approvals, check_answers
 from .._conversation.replies import expired_result, run_result
@@ -241,10 +242,11 @@ class Conversation:
         pending body when it has not settled within `timeout_seconds` (0: one read).
 
         Raises:
+            InvalidRequestError: not a turn id this host issues (`invalid_turn_id`).
             TurnExpiredError: its record is no longer kept (410).
             ConversationNotFoundError: the conversation was deleted with the turn (404).
         """
-        state = self._wait_for_turn(turn_id, timeout_seconds) or {}
+        state = self._wait_for_turn(validate_turn_id(turn_id), timeout_seconds) or {}
         if is_deleted(state):
             raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=True)
         reported_id, record = find_turn(state, turn_id)

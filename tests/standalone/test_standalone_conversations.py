@@ -122,9 +122,12 @@ def test_requests_the_routes_refuse_are_refused_before_any_signal(hub: str) -> N
             conversation.send("x" * (client.settings.max_message_bytes + 1))
         with pytest.raises(InvalidRequestError) as bad_id:
             client.conversation("assistant", "../etc")
+        with pytest.raises(InvalidRequestError) as bad_turn:
+            conversation.turn("not a turn")
 
     assert missing.value.code == "missing_message"
     assert bad_id.value.code == "invalid_conversation_id"
+    assert bad_turn.value.code == "invalid_turn_id"
 
 
 def test_read_messages_retention_and_delete_answer_as_the_routes_do(hub: str) -> None:
