@@ -7,7 +7,8 @@ import json
 
 import pytest
 from agent_framework import Agent
-from conftest import FailingChatClient, ScriptedChatClient, make_agent
+from apps import make_agent
+from chat_clients import FailingChatClient, ScriptedChatClient
 from durabletask import task
 from durabletask.client import TaskHubGrpcClient
 from durabletask.entities import EntityInstanceId

@@ -4,7 +4,8 @@ characters, and a message at most 1 MB. Conversation ids and agent names that ca
 from __future__ import annotations
 
 import pytest
-from conftest import ScriptedChatClient, make_agent
+from apps import make_agent
+from chat_clients import ScriptedChatClient
 from durabletask.azuremanaged.client import DurableTaskSchedulerClient
 from durabletask.worker import TaskHubGrpcWorker
 

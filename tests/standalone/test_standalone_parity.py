@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from agent_framework import Agent, CompactionProvider, InMemoryHistoryProvider, Message, SlidingWindowStrategy, tool
-from conftest import ScriptedChatClient, make_agent
+from apps import make_agent
+from chat_clients import ScriptedChatClient
 
 from agent_host._event_loop import AGENT_LOOP
 
