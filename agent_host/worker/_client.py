@@ -1,75 +1,47 @@
-"""AgentClient: the conversation API over a durabletask `TaskHubGrpcClient`: signal the entity, read the outcome back.
+"""AgentClient: the conversation API over a durabletask `TaskHubGrpcClient`, a synchronous front end like the routes.
 
 The same semantics and errors as the HTTP API's routes (agent_host/_http/routes.py), with Python values for bodies:
 a method returns what the route answers with 200 or 202 and raises the `AgentHostError` it answers an error with.
-Knows the contract and the stored records, not how the entity produces them.
+Turns go through `take_turn` and reads through the read model, on `DurableTaskConversationClient`; knows no stored
+key, nor how the entity produces what it reads.
 """
 
 from __future__ import annotations
 
 import secrets
-import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
 
-import grpc
 from agent_framework import AgentResponse
 from durabletask.client import TaskHubGrpcClient
-from durabletask.entities import EntityInstanceId
 
 from .._agent_names import entity_name_for
 from .._clock import SYSTEM_CLOCK, Clock
 from .._contract import (
     DELETE_OPERATION,
-    RUN_OPERATION,
     SET_RETENTION_OPERATION,
     AgentRoute,
     RetentionRequest,
+    RunReply,
     TurnRequest,
     conversation_id_limit,
     parse_model,
     validate_conversation_id,
     validate_turn_id,
 )
-from .._conversation.approvals import answered_approvals, check_answers
-from .._conversation.replies import expired_result, run_result
-from .._conversation.state import (
-    AGENT_KEY,
-    APPLIED_CHANGES_KEY,
-    DELETED_KEY,
-    MESSAGES_KEY,
-    PENDING_APPROVALS_KEY,
-    RETENTION_KEY,
-    StoredState,
-    decode_state,
-    delete_found_nothing,
-    encode_state,
-    has_applied_delete,
-    is_deleted,
-)
-from .._conversation.turn_receipts import (
-    KEYED_MARKER,
-    expired_keyed_turn,
-    find_keyed_turn,
-    find_turn,
-    is_expired,
-    key_digest,
-    new_turn_id,
-    request_hash,
-)
+from .._conversation.replies import expired_result
+from .._conversation.turn_receipts import KEYED_MARKER, key_digest
+from .._conversation.view import ConversationView, TurnView
+from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, TurnOutcome, take_turn
 from .._errors import (
     AgentHostError,
     AgentNotFoundError,
     ConversationNotFoundError,
-    IdempotencyConflictError,
     InvalidRequestError,
     MessageTooLargeError,
-    StateCorruptError,
-    StateVersionError,
-    StorageUnavailableError,
     TurnExpiredError,
 )
-from .._http.durable_client import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, POLL_GROWTH
+from .._event_loop import AgentEventLoop
 from .._http.rendering import render_conversation, render_message, render_pending, render_turn
 from .._http.requests import IDEMPOTENCY_KEY_PATTERN
 from .._orchestrations.agent import _message_text
@@ -78,7 +50,9 @@ from .._orchestrations.reply import AgentCall
 from .._orchestrations.session import ConversationSession
 from .._settings import HostSettings
 from .._turn_options import contents_bytes
+from ._conversation_client import DurableTaskConversationClient
 
+T = TypeVar("T")
 DELETE_WAIT_SECONDS = 30.0
 
 
@@ -114,6 +88,8 @@ class AgentClient:
             if durable_task_scheduler is None
             else durable_task_scheduler
         )
+        # The sync API runs the conversation client's coroutines here, on a loop of this client's own.
+        self._loop = AgentEventLoop()
 
     def conversation(self, agent: str, conversation_id: str) -> Conversation:
         """One conversation of `agent` (the name it was registered under).
@@ -134,6 +110,10 @@ class AgentClient:
             AgentNotFoundError: `agents` was given and does not name it.
         """
         return ClientAgent(self, self._route(agent_name))
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run one of the conversation client's coroutines to its end on this client's loop."""
+        return self._loop.run(coroutine)
 
     def _route(self, agent: str) -> AgentRoute:
         """What the routes know of a registered agent, from its name.
@@ -157,7 +137,7 @@ class Conversation:
         self._route = route
         self.agent = route.name
         self.conversation_id = conversation_id
-        self._entity = EntityInstanceId(route.entity_name, conversation_id)
+        self._conversations = DurableTaskConversationClient(owner.client, route)
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -198,7 +178,6 @@ class Conversation:
                 `state_capacity_exceeded`, ...); `TurnExpiredError`, `ConversationNotFoundError` as the route.
         """
         request = self._turn_request(message, contents, approvals, wait, timeout_seconds, response_format, options)
-        key = _checked_key(idempotency_key)
         payload: dict[str, Any] = {"message": request.message}
         if request.contents is not None:
             payload["contents"] = request.contents
@@ -209,33 +188,20 @@ class Conversation:
             payload["responseFormat"] = request.response_format
         if request.options is not None:
             payload["options"] = request.options
-        digest = request_hash(payload) if key is not None else None
-        state = self._read() if key is not None or request.approvals else None
-        live = state if state is not None and not is_deleted(state) else None
-        if key is not None and live is not None:
-            earlier = find_keyed_turn(live, key)
-            if earlier is not None:
-                # A client retry: the same turn and answer, without running the model again.
-                return self._keyed_answer(live, earlier[0], earlier[1], digest, key)
-            expired = expired_keyed_turn(live, key)
-            if expired is not None:
-                raise TurnExpiredError(self.conversation_id, expired)
-        if key is not None:
-            payload.update(idempotencyKey=key, requestHash=digest)
-        if request.approvals:
-            # The entity checks too; checking here refuses a wrong id at once instead of failing the turn.
-            pending = (live or {}).get(PENDING_APPROVALS_KEY, [])
-            answered = answered_approvals((live or {}).get(MESSAGES_KEY, []))
-            check_answers({item["id"]: item for item in pending}, payload["approvals"], answered)
-        turn_id = new_turn_id(self._owner.clock.now_ms(), key)
-        self._signal(RUN_OPERATION, {"turnId": turn_id, **payload})
-        if not request.wait:
-            return render_pending(self.conversation_id, turn_id)
-        timeout = float(request.timeout_seconds or self._settings.default_wait_seconds)
-        settled = self._wait_for_turn(turn_id, timeout)
-        if settled is None:
-            return render_pending(self.conversation_id, turn_id)
-        return self._settled(settled, turn_id, digest=digest, key=key)
+        wait_seconds = float(request.timeout_seconds or self._settings.default_wait_seconds) if request.wait else None
+        ask = TurnAsk(
+            self.conversation_id, payload, idempotency_key=_checked_key(idempotency_key), wait_seconds=wait_seconds
+        )
+        match self._take_turn(ask):
+            case Answered(turn, conversation):
+                return render_turn(self.conversation_id, turn, conversation.agent_name)
+            case Failed(turn) as failed:
+                # The route answers a failed turn with its error's status: here that is the error raised.
+                raise recorded_error(failed.error, turn.turn_id)
+            case Accepted(turn_id) | Pending(turn_id):
+                return render_pending(self.conversation_id, turn_id)
+            case Gone(_, error):
+                raise error
 
     def turn(self, turn_id: str, *, timeout_seconds: float = 0.0) -> dict[str, Any]:
         """A turn's body once it settled (a failed turn's body too, as `GET .../turns/{turnId}` reads it), or its
@@ -246,25 +212,30 @@ class Conversation:
             TurnExpiredError: its record is no longer kept (410).
             ConversationNotFoundError: the conversation was deleted with the turn (404).
         """
-        state = self._wait_for_turn(validate_turn_id(turn_id), timeout_seconds) or {}
-        if is_deleted(state):
+        validate_turn_id(turn_id)
+        state = self._wait_for_turn(turn_id, timeout_seconds) or ConversationView.empty()
+        if state.deleted_with(turn_id):
             raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=True)
-        reported_id, record = find_turn(state, turn_id)
-        if record is not None:
-            return render_turn(self.conversation_id, reported_id, record, state)
-        if is_expired(state, turn_id):
+        turn = state.turn(turn_id)
+        if turn is not None:
+            return render_turn(self.conversation_id, turn, state.agent_name)
+        if state.is_expired(turn_id):
             raise TurnExpiredError(self.conversation_id, turn_id)
         return render_pending(self.conversation_id, turn_id)
 
     def run_reply(self, turn_id: str, timeout_seconds: float) -> dict[str, Any] | None:
-        """The entity's `run` reply (`RunReply`, with the answer) for a turn once settled, or None after the wait."""
+        """The entity's `run` reply (`RunReply`, with the answer) for a turn once settled, or None after the wait.
+
+        Raises:
+            ConversationNotFoundError: the conversation was deleted with the turn (404).
+        """
         state = self._wait_for_turn(turn_id, timeout_seconds)
         if state is None:
             return None
-        if is_deleted(state):
+        if state.deleted_with(turn_id):
             raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=True)
-        reported_id, record = find_turn(state, turn_id)
-        return expired_result(turn_id) if record is None else run_result(state, reported_id, reply=True)
+        turn = state.turn(turn_id)
+        return expired_result(turn_id) if turn is None else reply_of(turn)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -288,7 +259,7 @@ class Conversation:
             ConversationNotFoundError: it does not exist, or was deleted (404).
         """
         state = self._existing()
-        messages = [render_message(record, state.get(AGENT_KEY)) for record in state.get(MESSAGES_KEY, [])]
+        messages = [render_message(record, state.agent_name) for record in state.messages]
         return messages if include_excluded else [message for message in messages if not message["excluded"]]
 
     # -- changes --------------------------------------------------------------------------------
@@ -305,16 +276,7 @@ class Conversation:
         """
         body = {"mode": mode, "maxStateBytes": max_state_bytes, **_camel(watermarks)}
         retention = parse_model(RetentionRequest, body).stored()
-        self._read()  # state that cannot be read is refused before any change
-        change_id = secrets.token_hex(8)
-        self._signal(SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention})
-        state = self._wait_for(
-            lambda state: change_id in state.get(APPLIED_CHANGES_KEY, ()), self._settings.default_wait_seconds
-        )
-        if state is None:
-            return {"conversationId": self.conversation_id, "status": "pending", "retention": retention}
-        body = {"conversationId": self.conversation_id, "retention": state[RETENTION_KEY], "applied": retention}
-        return {**body, "stateBytes": len(encode_state(state).encode("utf-8"))}
+        return self._owner._run(self._set_retention(retention))
 
     def delete(self, *, idempotency_key: str | None = None) -> bool:
         """Delete the conversation, as `DELETE .../conversations/{id}`: True once deleted, False while it is still
@@ -326,66 +288,55 @@ class Conversation:
         key = _checked_key(idempotency_key)
         # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
         change_id = f"{KEYED_MARKER}{key_digest(key)}" if key is not None else secrets.token_hex(8)
-        try:
-            state = self._read()
-        except (StateCorruptError, StateVersionError):
-            state = {}  # deleting is the way out of a conversation that cannot be read
-        if state is None or not has_applied_delete(state, change_id):
-            # Signalled even when nothing is stored yet: a first turn may be queued ahead of it.
-            self._signal(DELETE_OPERATION, {"changeId": change_id})
-            if state is None or is_deleted(state):
-                raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=state is not None)
-            state = self._wait_for(lambda state: has_applied_delete(state, change_id), DELETE_WAIT_SECONDS)
-            if state is None:
-                return False
-        if delete_found_nothing(state, change_id):
-            raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=True)
-        return True
+        return self._owner._run(self._delete(change_id))
 
-    # -- the durable client ---------------------------------------------------------------------
+    # -- through the conversation client ----------------------------------------------------------
 
-    def _signal(self, operation: str, payload: dict[str, Any]) -> None:
-        try:
-            self._owner.client.signal_entity(self._entity, operation, payload)
-        except grpc.RpcError as exc:
-            raise StorageUnavailableError(f"the backend refused the signal: {_rpc_status(exc)}") from None
+    def _take_turn(self, ask: TurnAsk) -> TurnOutcome:
+        return self._owner._run(take_turn(self._conversations, ask, self._owner.clock))
 
-    def _read(self) -> StoredState | None:
-        """The validated state (a tombstone included), or None when nothing is stored (yet)."""
-        try:
-            metadata = self._owner.client.get_entity(self._entity, include_state=True)
-        except grpc.RpcError as exc:
-            raise StorageUnavailableError(f"the backend could not read the conversation: {_rpc_status(exc)}") from None
-        text = metadata.get_state() if metadata is not None else None
-        # A signalled entity can exist before its first operation ran, with no state yet.
-        return decode_state(text) if text else None
+    def _wait_for_turn(self, turn_id: str, timeout: float) -> ConversationView | None:
+        """The state that settles the turn (recorded, expired, deleted with it), or None after `timeout` seconds."""
+        return self._owner._run(self._conversations.wait_for_turn(self.conversation_id, turn_id, timeout))
 
-    def _existing(self) -> StoredState:
-        state = self._read()
-        if state is None or is_deleted(state):
+    def _existing(self) -> ConversationView:
+        state = self._owner._run(self._conversations.read(self.conversation_id))
+        if state is None or state.is_deleted:
             raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=state is not None)
         return state
 
-    def _wait_for_turn(self, turn_id: str, timeout: float) -> StoredState | None:
-        """Read until the turn is settled (recorded, expired, or deleted with its conversation) or `timeout` passes."""
+    async def _set_retention(self, retention: dict[str, Any]) -> dict[str, Any]:
+        conversations, conversation_id = self._conversations, self.conversation_id
+        await conversations.read(conversation_id)  # state that cannot be read is refused before any change
+        change_id = secrets.token_hex(8)
+        await conversations.signal(
+            conversation_id, SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention}
+        )
+        state = await conversations.wait_for_change(conversation_id, change_id, self._settings.default_wait_seconds)
+        if state is None:
+            return {"conversationId": conversation_id, "status": "pending", "retention": retention}
+        # A concurrent change may have replaced this one since: the body shows what the conversation has now.
+        body = {"conversationId": conversation_id, "retention": state.retention, "applied": retention}
+        return {**body, "stateBytes": state.state_bytes}
 
-        def settled(state: StoredState) -> bool:
-            if DELETED_KEY in state:
-                return turn_id in state[DELETED_KEY]["turns"]
-            return find_turn(state, turn_id)[1] is not None or is_expired(state, turn_id)
+    async def _delete(self, change_id: str) -> bool:
+        conversations, conversation_id = self._conversations, self.conversation_id
+        state = await conversations.read_for_delete(conversation_id)
+        if state is not None and state.has_applied_delete(change_id):
+            return self._deleted(state, change_id)  # a retry of a delete that already ran
+        # Signalled even when nothing is stored yet: a first turn may be queued ahead of it.
+        await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
+        if state is None or state.is_deleted:
+            raise ConversationNotFoundError(self.agent, conversation_id, deleted=state is not None)
+        settled = await conversations.wait_for_delete(conversation_id, change_id, DELETE_WAIT_SECONDS)
+        return False if settled is None else self._deleted(settled, change_id)
 
-        return _poll(lambda: self._read(), settled, timeout)
-
-    def _wait_for(self, applied: Callable[[StoredState], bool], timeout: float) -> StoredState | None:
-        """Read until the state is `applied`; state that cannot be read counts as not changed yet."""
-
-        def read() -> StoredState | None:
-            try:
-                return self._read()
-            except (StateCorruptError, StateVersionError):
-                return None
-
-        return _poll(read, applied, timeout)
+    def _deleted(self, state: ConversationView, change_id: str) -> bool:
+        """True for a delete that ran, from any state after it; only a delete that found nothing (another got there
+        first) is refused."""
+        if state.delete_found_nothing(change_id):
+            raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=True)
+        return True
 
     # -- answers --------------------------------------------------------------------------------
 
@@ -415,23 +366,6 @@ class Conversation:
         if size > self._settings.max_message_bytes:
             raise MessageTooLargeError(size, self._settings.max_message_bytes)
         return request
-
-    def _settled(self, state: StoredState, turn_id: str, *, digest: str | None, key: str | None) -> dict[str, Any]:
-        if is_deleted(state):
-            raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=True)
-        reported_id, record = find_turn(state, turn_id)
-        if record is None:
-            raise TurnExpiredError(self.conversation_id, turn_id)
-        if key is not None:
-            return self._keyed_answer(state, reported_id, record, digest, key)
-        return _turn_answer(self.conversation_id, state, reported_id, record)
-
-    def _keyed_answer(
-        self, state: StoredState, turn_id: str, record: dict[str, Any], digest: str | None, key: str
-    ) -> dict[str, Any]:
-        if record.get("requestHash") != digest:
-            raise IdempotencyConflictError(key, turn_id)
-        return _turn_answer(self.conversation_id, state, turn_id, record)
 
 
 class ClientAgent:
@@ -496,18 +430,26 @@ class ClientAgent:
             )
         prepared = run_options(remaining)
         conversation = self._owner.conversation(self.name, self._conversation_of(session).conversation_id)
-        turn_id = new_turn_id(self._owner.clock.now_ms())
-        operation: dict[str, Any] = {"turnId": turn_id, "message": _message_text(messages)}
+        request: dict[str, Any] = {"message": _message_text(messages)}
         if prepared.sent:
-            operation["options"] = prepared.sent
+            request["options"] = prepared.sent
         if not prepared.tools_enabled:
-            operation["enableToolCalls"] = False
-        conversation._signal(RUN_OPERATION, operation)
+            request["enableToolCalls"] = False
+        ask = TurnAsk(conversation.conversation_id, request, wait_seconds=self._owner.settings.default_wait_seconds)
+        outcome = conversation._take_turn(ask)
+        turn_id = outcome.turn.turn_id if isinstance(outcome, Answered | Failed) else outcome.turn_id
         call = AgentCall(self.name, conversation.conversation_id, turn_id, prepared.response_format)
-        reply = conversation.run_reply(turn_id, self._owner.settings.default_wait_seconds)
-        if reply is None:
-            raise call.error("the turn did not finish within AGENT_HOST_WAIT_SECONDS; it keeps running", "turn_pending")
-        return call.response_from(reply)
+        match outcome:
+            case Answered(turn) | Failed(turn):
+                return call.response_from(reply_of(turn))
+            case Gone(_, TurnExpiredError()):
+                return call.response_from(expired_result(turn_id))
+            case Gone(_, error):
+                raise error
+            case Accepted() | Pending():
+                raise call.error(
+                    "the turn did not finish within AGENT_HOST_WAIT_SECONDS; it keeps running", "turn_pending"
+                )
 
     def _conversation_of(self, session: ConversationSession | None) -> ConversationSession:
         if session is None:
@@ -517,11 +459,12 @@ class ClientAgent:
         return session
 
 
-def _turn_answer(conversation_id: str, state: StoredState, turn_id: str, record: dict[str, Any]) -> dict[str, Any]:
-    """A settled turn's body; a failed turn raises the error it recorded, as the route answers with its status."""
-    if record["status"] != "completed":
-        raise recorded_error(record["error"], turn_id)
-    return render_turn(conversation_id, turn_id, record, state)
+def reply_of(turn: TurnView) -> dict[str, Any]:
+    """A settled turn as the entity's `run` reply (`RunReply`) gives it to an orchestration. Its answer is whole:
+    MAX_REPLY_BYTES bounds what an orchestration's history records, and a client keeps no history."""
+    answer = {"messages": list(turn.answer), "usage": turn.usage or None} if turn.completed else {"error": turn.error}
+    reply = RunReply(turn_id=turn.turn_id, status=turn.status, at=turn.completed_at, **answer)
+    return reply.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
 
 
 def recorded_error(error: Mapping[str, str], turn_id: str) -> AgentHostError:
@@ -542,23 +485,6 @@ def _error_classes(base: type[AgentHostError]) -> list[type[AgentHostError]]:
     return found
 
 
-def _poll(
-    read: Callable[[], StoredState | None], done: Callable[[StoredState], bool], timeout: float
-) -> StoredState | None:
-    """Read with a short interval that grows (5 ms to 250 ms) until the state is `done` or `timeout` passes."""
-    deadline = time.monotonic() + timeout
-    interval = FIRST_POLL_SECONDS
-    while True:
-        state = read()
-        if state is not None and done(state):
-            return state
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        time.sleep(min(interval, remaining))
-        interval = min(interval * POLL_GROWTH, MAX_POLL_SECONDS)
-
-
 def _checked_key(key: str | None) -> str | None:
     if key is not None and not IDEMPOTENCY_KEY_PATTERN.fullmatch(key):
         raise InvalidRequestError(
@@ -570,11 +496,6 @@ def _checked_key(key: str | None) -> str | None:
 
 def _camel(names: Mapping[str, float]) -> dict[str, float]:
     return {name.split("_")[0] + "".join(part.title() for part in name.split("_")[1:]): v for name, v in names.items()}
-
-
-def _rpc_status(exc: grpc.RpcError) -> str:
-    code = exc.code() if isinstance(exc, grpc.Call) else None
-    return getattr(code, "name", type(exc).__name__)
 
 
 def _is_scheduler_client(client: TaskHubGrpcClient) -> bool:
