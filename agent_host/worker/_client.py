@@ -178,20 +178,9 @@ class Conversation:
                 `state_capacity_exceeded`, ...); `TurnExpiredError`, `ConversationNotFoundError` as the route.
         """
         request = self._turn_request(message, contents, approvals, wait, timeout_seconds, response_format, options)
-        payload: dict[str, Any] = {"message": request.message}
-        if request.contents is not None:
-            payload["contents"] = request.contents
-        if request.approvals:
-            payload["approvals"] = [answer.model_dump() for answer in request.approvals]
-        # What the turn asks of the model is part of the request: a retry of its key must ask the same.
-        if request.response_format is not None:
-            payload["responseFormat"] = request.response_format
-        if request.options is not None:
-            payload["options"] = request.options
+        key = _checked_key(idempotency_key)
         wait_seconds = float(request.timeout_seconds or self._settings.default_wait_seconds) if request.wait else None
-        ask = TurnAsk(
-            self.conversation_id, payload, idempotency_key=_checked_key(idempotency_key), wait_seconds=wait_seconds
-        )
+        ask = TurnAsk(self.conversation_id, request.asked(), idempotency_key=key, wait_seconds=wait_seconds)
         match self._take_turn(ask):
             case Answered(turn, conversation):
                 return render_turn(self.conversation_id, turn, conversation.agent_name)
