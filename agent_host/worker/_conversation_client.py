@@ -16,11 +16,12 @@ from durabletask.client import TaskHubGrpcClient
 from durabletask.entities import EntityInstanceId
 
 from .._clock import Clock
-from .._contract import AgentRoute
+from .._contract import RUN_OPERATION, AgentRoute
 from .._conversation.state import decode_state
 from .._conversation.view import ConversationView
 from .._conversation_client.waits import ReadBackWaits
 from .._errors import StorageUnavailableError
+from .._tracing import with_trace_context
 
 
 class DurableTaskConversationClient(ReadBackWaits):
@@ -46,6 +47,8 @@ class DurableTaskConversationClient(ReadBackWaits):
         Raises:
             StorageUnavailableError: the backend did not accept the signal.
         """
+        if operation == RUN_OPERATION:
+            payload = with_trace_context(payload)  # the turn's entity operation continues the caller's trace
         try:
             await asyncio.to_thread(self._client.signal_entity, self._entity(conversation_id), operation, payload)
         except grpc.RpcError as exc:

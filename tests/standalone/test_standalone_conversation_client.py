@@ -1,16 +1,20 @@
 """The conversation client seam on durabletask (`DurableTaskConversationClient`): reads give the read model, a
-backend that cannot answer is `storage_unavailable`, and the parts not built on the worker (importing published
-conversations, idle expiry) do nothing."""
+backend that cannot answer is `storage_unavailable`, a turn carries the caller's trace, and the parts not built on
+the worker (importing published conversations, idle expiry) do nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from typing import Any, cast
 
 import pytest
 from apps import make_agent
 from chat_clients import ScriptedChatClient
 from durabletask.client import TaskHubGrpcClient
+from durabletask.entities import EntityInstanceId
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from agent_host import HostSettings, StorageUnavailableError
 from agent_host._clock import SYSTEM_CLOCK
@@ -61,3 +65,28 @@ def test_a_backend_that_cannot_be_reached_is_storage_unavailable() -> None:
 
     assert read.value.code == signal.value.code == send.value.code == "storage_unavailable"
     assert "UNAVAILABLE" in read.value.message and "refused the signal" in signal.value.message
+
+
+class SignalRecorder:
+    """The part of a durabletask client a signal uses, recording what it is sent."""
+
+    def __init__(self) -> None:
+        self.signals: list[tuple[EntityInstanceId, str, dict[str, Any]]] = []
+
+    def signal_entity(self, entity: EntityInstanceId, operation: str, payload: dict[str, Any]) -> None:
+        self.signals.append((entity, operation, payload))
+
+
+def test_a_turn_signalled_inside_a_span_carries_the_callers_trace_context() -> None:
+    recorder = SignalRecorder()
+    conversations = DurableTaskConversationClient(cast(TaskHubGrpcClient, recorder), ROUTE)
+    caller = SpanContext(trace_id=0xA1, span_id=0xB2, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+    with trace.use_span(NonRecordingSpan(caller)):
+        asyncio.run(conversations.signal("c1", "run", {"turnId": "0000000000a1234abcd", "message": "Hello"}))
+        asyncio.run(conversations.signal("c1", "delete", {"changeId": "ab12"}))
+
+    (entity, _, turn), (_, _, delete) = recorder.signals
+    assert str(entity) == "@conversation_assistant@c1"
+    assert turn["traceContext"]["traceparent"] == f"00-{0xA1:032x}-{0xB2:016x}-01"
+    assert "traceContext" not in delete
