@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import logging
 import math
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -19,9 +18,10 @@ import azure.durable_functions as df
 import azure.functions as func
 from agent_framework import SupportsAgentRun, Workflow
 
+from ._agent_names import entity_name_for, hosted_agent_name
 from ._approval_ttl import APPROVAL_TTL_OFF, approval_ttl_seconds_of
 from ._clock import SYSTEM_CLOCK, Clock
-from ._contract import LONGEST_GENERATED_CONVERSATION_ID, AgentRoute, conversation_id_limit
+from ._contract import AgentRoute
 from ._conversation.entity import ConversationEntityFunction
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
@@ -63,19 +63,10 @@ logger = logging.getLogger("agent_host.app")
 # agent-framework-azurefunctions' defaults: a `/run` waits up to 30 x 1 s for its answer.
 DEFAULT_MAX_POLL_RETRIES = 30
 DEFAULT_POLL_INTERVAL_SECONDS = 1.0
-AGENT_NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 CONVERSATION_ROUTE = "agents/{agent}/conversations/{conversationId}"
 # Every route takes every method, so the app itself answers a wrong one: 405 with an honest Allow (or, for
 # OPTIONS, 204 with Allow), in the JSON error body, on the local host and on Azure alike.
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-
-
-def entity_name_for(agent_name: str) -> str:
-    """The entity (and function) name of an agent's conversations; the host lower-cases entity names.
-
-    HTTP functions are named `api_*`, so no agent name can make an entity clash with a route function.
-    """
-    return f"conversation_{agent_name.lower()}"
 
 
 class AgentFunctionApp(df.DFApp):
@@ -255,23 +246,9 @@ class AgentFunctionApp(df.DFApp):
             RuntimeError: an MCP tool is asked for with an azure-functions older than 1.26.
         """
         register_state_types(state_types)
-        name = entity_id or getattr(agent, "name", None)
-        if not name:
-            raise ValueError("Every hosted agent needs a name: build it with Agent(..., name='support').")
-        if not AGENT_NAME_PATTERN.fullmatch(name):
-            raise ValueError(
-                f"Agent name {name!r} cannot be used in routes and entity names: use 1-64 letters, digits, "
-                "'_' or '-', starting with a letter."
-            )
-        id_limit = conversation_id_limit(
-            entity_name_for(name), durable_task_scheduler=self.settings.durable_task_scheduler
+        name, id_limit = hosted_agent_name(
+            agent, entity_id, durable_task_scheduler=self.settings.durable_task_scheduler
         )
-        if id_limit < LONGEST_GENERATED_CONVERSATION_ID:
-            raise ValueError(
-                f"Agent name {name!r} is too long for the Durable Task Scheduler: its entity ids would leave "
-                f"conversation ids {id_limit} characters, and the host needs {LONGEST_GENERATED_CONVERSATION_ID}. "
-                f"Use a name of at most {len(name) - (LONGEST_GENERATED_CONVERSATION_ID - id_limit)} characters."
-            )
         known = self._entities.get(name)
         if known is not None and known.agent is agent:
             logger.warning("Agent %r is already registered; the repeated add_agent call was ignored.", name)

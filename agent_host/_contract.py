@@ -248,6 +248,22 @@ class TurnRequest(WireModel):
             raise ValueError("the message is empty; send some text")
         return value
 
+    def asked(self) -> dict[str, Any]:
+        """What the turn asks, as the entity's `run` operation's fields; a retry of its key must ask the same, so
+        what it asks of the model (structured output, options) is part of it."""
+        operation: dict[str, Any] = {"message": self.message}
+        if self.contents is not None:
+            operation["contents"] = self.contents
+        if self.approvals:
+            operation["approvals"] = [answer.model_dump() for answer in self.approvals]
+        if self.response_format is not None:
+            operation["responseFormat"] = self.response_format
+        if self.options is not None:
+            operation["options"] = self.options
+        if self.approval_ttl_seconds is not None:
+            operation["approvalTtlSeconds"] = self.approval_ttl_seconds
+        return operation
+
     @model_validator(mode="after")
     def _something_to_do(self) -> Self:
         if self.message is None and self.contents is None and not self.approvals:

@@ -277,6 +277,52 @@ def _stream_store_latency(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _durabletask_turns(figures: dict[str, Any]) -> list[str]:
+    """`bench.durabletask_turns`: AgentClient turn latency on the in-memory backend, and turns at once by pool."""
+    latency, load = figures["latency"], figures["concurrency"]
+    lines = [
+        "A turn through `AgentClient` to an `AgentWorker` on durabletask's in-memory backend (a gRPC sidecar in the "
+        "same process), zero-latency model, p50 of the last 20 turns (or fewer) at each size:",
+        "",
+        "| turns taken | stored messages | p50 ms | max ms |",
+        "|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {r['turns']} | {r['messages']} | {r['p50_ms']:.1f} | {r['max_ms']:.1f} |" for r in latency["rows"]]
+    lines += [
+        "",
+        f"The backend's own round trip (a trivial entity operation, signal to state read back): "
+        f"{latency['entity_round_trip_p50_ms']:.1f} ms p50.",
+        "",
+        f"{load['conversations']} conversations each sending one turn at once, each turn a {load['model_seconds']:g} s "
+        "model call:",
+        "",
+        "| worker thread pool | threads | wall time | turns a second |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, label in (("sdk_default", "the SDK's default"), ("worker_options", "`worker_options()`")):
+        pool = load[key]
+        lines.append(f"| {label} | {pool['threads']} | {pool['wall_seconds']:.2f} s | {pool['turns_per_second']:.1f} |")
+    published = figures.get("published")
+    if published is not None and "rows" in published:
+        ours = {row["turns"]: row for row in latency["rows"]}
+        lines += [
+            "",
+            f"The same turns through agent-framework-durabletask {published['version']} (`DurableAIAgentWorker`, "
+            "`DurableAIAgentClient.get_agent(...).run`) on the same kind of backend, p50 over the same turns:",
+            "",
+            "| turns taken | agent-host p50 ms | published p50 ms |",
+            "|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {row['turns']} | {ours[row['turns']]['p50_ms']:.1f} | {row['p50_ms']:.1f} |"
+            for row in published["rows"]
+            if row["turns"] in ours
+        ]
+    elif published is not None:
+        lines += ["", f"The published worker was not measured: {published['unavailable']}"]
+    return lines
+
+
 # Each standalone benchmark: its section title, its module, the page that explains it, and its renderer.
 SECTIONS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("Orchestration episodes", "orchestration_cost", "orchestrations-local-host.md", _orchestration_cost),
@@ -286,6 +332,7 @@ SECTIONS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("Capacity", "capacity", "scaling.md", _capacity),
     ("The Python worker's own code under serve", "worker_invocation", "configuration.md", _worker_invocation),
     ("Memory of the state cache", "state_cache_memory", "scaling.md", _state_cache_memory),
+    ("The standalone worker", "durabletask_turns", "standalone-worker.md", _durabletask_turns),
 )
 
 # The blocks a docs page may quote: by name, the results file (its stem) and the renderer. Each section's own

@@ -1,7 +1,8 @@
 """The seam every trigger reaches a conversation through: `ConversationClient`, one agent's conversations.
 
-`durable_client.DurableConversationClient` implements it on the Functions durable client binding. Knows the
-conversation's read model and the entity's operations; nothing of HTTP, MCP or how the entity runs a turn.
+`durable_client.DurableConversationClient` implements it on the Functions durable client binding, and
+`agent_host.worker`'s `DurableTaskConversationClient` on a durabletask client. Knows the conversation's read model
+and the entity's operations; nothing of HTTP, MCP or how the entity runs a turn.
 """
 
 from __future__ import annotations

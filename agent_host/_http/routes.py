@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
@@ -142,24 +141,12 @@ class Routes:
         request = self._parse_turn(req)
         events = accepts_event_stream(req)
         turns_url = req.url.split("?", 1)[0].rstrip("/")
-        payload: dict[str, Any] = {"message": request.message}
-        if request.contents is not None:
-            payload["contents"] = request.contents
-        if request.approvals:
-            payload["approvals"] = [answer.model_dump() for answer in request.approvals]
-        # What the turn asks of the model is part of the request: a retry of its key must ask the same.
-        if request.response_format is not None:
-            payload["responseFormat"] = request.response_format
-        if request.options is not None:
-            payload["options"] = request.options
-        if request.approval_ttl_seconds is not None:
-            payload["approvalTtlSeconds"] = request.approval_ttl_seconds
         wait = None
         if request.wait and not events:
             wait = float(request.timeout_seconds or self._settings.default_wait_seconds)
         ask = TurnAsk(
             conversation_id,
-            payload,
+            request.asked(),
             idempotency_key=idempotency_key(req),
             stream=events or request.stream,
             wait_seconds=wait,

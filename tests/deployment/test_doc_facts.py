@@ -25,7 +25,7 @@ from agent_host._contract import (
 )
 from agent_host._conversation import state_cache
 from agent_host._conversation.state import SCHEMA_VERSION
-from agent_host._conversation_client.durable_client import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, POLL_GROWTH
+from agent_host._conversation_client.waits import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, POLL_GROWTH
 from agent_host._retention_settings import RetentionSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +134,7 @@ def test_the_queue_polling_arithmetic_follows_host_json() -> None:
 
 
 def test_the_polling_schedule_and_its_reads_while_a_model_answers() -> None:
-    # `_poll` reads at once, then after each growing sleep, until a read finds the answer.
+    # `poll` reads at once, then after each growing sleep, until a read finds the answer.
     reads, waited, interval = 1, 0.0, FIRST_POLL_SECONDS
     while waited < 3.0:
         waited += interval

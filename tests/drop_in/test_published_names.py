@@ -58,7 +58,8 @@ PUBLISHED_MEMBERS: dict[str, list[str]] = {
 
 _WIRE_NAME = "a wire name, not an API: agent_host reads and writes the same literal (docs/migrating.md)"
 _STATE = "the published entity's stored state; agent_host keeps its own versioned state (docs/migrating.md)"
-_STANDALONE = "hosting on a standalone Durable Task worker, not Azure Functions: not part of this host"
+_STANDALONE = "part of a standalone Durable Task worker not built yet in agent_host.worker (docs/standalone-worker.md)"
+_WORKER = "agent_host.worker provides it under its own name (docs/standalone-worker.md, 'Migrating')"
 _INTERNAL = "plumbing inside that host, not called by an app"
 
 # agent_framework_durabletask.__all__: the names agent_host exports, and every other with its reason.
@@ -85,9 +86,9 @@ DURABLETASK_NOT_PROVIDED: dict[str, str] = {
     "CapturingRunnerContext": "executor activities get a runner context with the same host_metadata",
     "ContentTypes": _STATE,
     "DurableAIAgent": "get_agent returns agent_host's OrchestrationAgent: the same create_session, get_session, run",
-    "DurableAIAgentClient": _STANDALONE,
-    "DurableAIAgentOrchestrationContext": _STANDALONE,
-    "DurableAIAgentWorker": _STANDALONE,
+    "DurableAIAgentClient": _WORKER + ": AgentClient, whose get_agent(name).run has the same shape",
+    "DurableAIAgentOrchestrationContext": _WORKER + ": AgentWorker.get_agent(context, name)",
+    "DurableAIAgentWorker": _WORKER + ": AgentWorker, with add_agent",
     "DurableAgentExecutor": _INTERNAL,
     "DurableAgentSession": "a session is a conversation id here: create_session(session_id=...) joins one",
     "DurableAgentState": _STATE,

@@ -1,0 +1,217 @@
+"""AgentWorker: our conversation entity, unchanged, registered on a durabletask `TaskHubGrpcWorker`.
+
+Registration only: each operation is one call into `_conversation/entity.py` through an entity-context adapter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from agent_framework import SupportsAgentRun
+from durabletask import task
+from durabletask.entities import EntityContext
+from durabletask.worker import ConcurrencyOptions, TaskHubGrpcWorker
+
+from .._agent_names import entity_name_for, hosted_agent_name
+from .._clock import SYSTEM_CLOCK, Clock
+from .._contract import AgentRoute
+from .._conversation.entity import ConversationEntityFunction
+from .._conversation.history_plan import plan_history
+from .._conversation.sessions import core_state_types, register_state_types
+from .._conversation.state_cache import CONVERSATION_CACHE, MB
+from .._retention_settings import RetentionModeName
+from .._settings import HostSettings, retention_from
+from .._streaming.callbacks import AgentResponseCallbackProtocol
+from ._entity_context import EntityOperationContext
+from ._orchestration_agent import WorkerOrchestrationAgent
+from ._state_converter import AgentStateConverter
+
+logger = logging.getLogger("agent_host.worker")
+
+# A turn holds a pool thread for its whole model call, so the SDK's default pool (CPU count + 4 threads) caps a
+# 2-core worker at 6 turns in flight whatever the backend sends. Model calls wait on the network, not the CPU.
+DEFAULT_TURN_THREADS = 32
+
+
+def worker_options(*, turn_threads: int = DEFAULT_TURN_THREADS) -> dict[str, Any]:
+    """Keyword arguments for `TaskHubGrpcWorker(...)` (or `DurableTaskSchedulerWorker(...)`) that `AgentWorker`
+    needs: the state converter, and a thread pool sized for model calls.
+
+    Args:
+        turn_threads: How many operations (turns) may run at once in this process: each holds a thread for its
+            whole model call. The SDK's `ConcurrencyOptions.maximum_thread_pool_workers`.
+
+    Raises:
+        ValueError: `turn_threads` is below 1.
+    """
+    if turn_threads < 1:
+        raise ValueError(f"turn_threads must be at least 1, got {turn_threads!r}.")
+    return {
+        "data_converter": AgentStateConverter(),
+        "concurrency_options": ConcurrencyOptions(maximum_thread_pool_workers=turn_threads),
+    }
+
+
+class AgentWorker:
+    """Hosts Agent Framework agents as durable conversations on a durabletask worker.
+
+    Each agent gets one entity, `conversation_<agent>`, keyed by the conversation id: the same entity, state and
+    guarantees as on Azure Functions (history, compaction, retention, exactly-once turns). Create the worker with
+    `worker_options()`; start it with `worker.start()` (or `with worker:`) after registering.
+
+    Args:
+        worker: A `TaskHubGrpcWorker`, or `durabletask.azuremanaged`'s `DurableTaskSchedulerWorker`, created with
+            `**worker_options()`.
+        agents: Agents to register now, as `add_agent(agent)` does.
+        default_callback: Called with each update and the answer of every turn of agents without a callback.
+        settings: Limits and defaults; read from the environment (`AGENT_HOST_*`) when omitted.
+        state_types: Classes your context providers keep in session state (see `AgentFunctionApp`).
+        clock: Where wall-clock time comes from (records, TTLs).
+
+    Raises:
+        ValueError: the worker was not created with `AgentStateConverter` (`**worker_options()`); an agent is
+            invalid as `add_agent` says.
+    """
+
+    def __init__(
+        self,
+        worker: TaskHubGrpcWorker,
+        agents: Sequence[SupportsAgentRun] = (),
+        *,
+        default_callback: AgentResponseCallbackProtocol | None = None,
+        settings: HostSettings | None = None,
+        state_types: Sequence[type] = (),
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        _require_state_converter(worker)
+        self.worker = worker
+        self.default_callback = default_callback
+        self.settings = settings or HostSettings.from_environment()
+        self.clock = clock
+        self._durable_task_scheduler = self.settings.durable_task_scheduler or _is_scheduler_worker(worker)
+        self._entities: dict[str, ConversationEntityFunction] = {}
+        self._routes: dict[str, AgentRoute] = {}
+        register_state_types([*core_state_types(), *state_types])
+        CONVERSATION_CACHE.resize(self.settings.state_cache_mb * MB)
+        for agent in agents:
+            self.add_agent(agent)
+
+    @property
+    def agents(self) -> dict[str, SupportsAgentRun]:
+        """The registered agents, by name."""
+        return {name: entity.agent for name, entity in self._entities.items()}
+
+    def add_agent(
+        self,
+        agent: SupportsAgentRun,
+        callback: AgentResponseCallbackProtocol | None = None,
+        *,
+        entity_id: str | None = None,
+        retention_mode: RetentionModeName | None = None,
+        max_state_bytes: int | None = None,
+        state_types: Sequence[type] = (),
+    ) -> None:
+        """Register an agent's conversation entity, `conversation_<name>`, on the worker.
+
+        The options are `AgentFunctionApp.add_agent`'s that apply without HTTP; the same agent object added twice
+        under its name is skipped with a warning, as there.
+
+        Args:
+            agent: The agent; it needs a unique `name`. Never mutated: each turn runs on a shallow copy.
+            callback: Called with each update and the answer of every turn of this agent (its turns then run
+                streaming); the worker's `default_callback` otherwise.
+            entity_id: The name to register the agent under instead of `agent.name`.
+            retention_mode: This agent's default retention mode (the `AGENT_HOST_RETENTION_MODE` setting otherwise).
+            max_state_bytes: This agent's default byte budget per conversation.
+            state_types: Session state classes this agent's providers use.
+
+        Raises:
+            ValueError: the name is missing, invalid, too long for the Durable Task Scheduler, or taken by another
+                agent; a state type's id is taken; a retention value is invalid (the message names the parameter).
+            RuntimeError: the worker is already running (durabletask takes registrations before `start` only).
+        """
+        register_state_types(state_types)
+        name, id_limit = hosted_agent_name(agent, entity_id, durable_task_scheduler=self._durable_task_scheduler)
+        known = self._entities.get(name)
+        if known is not None and known.agent is agent:
+            logger.warning("Agent %r is already registered; the repeated add_agent call was ignored.", name)
+            return
+        clash = next((other for other in self._entities if other.lower() == name.lower()), None)
+        if clash is not None:
+            raise ValueError(f"Agent name {name!r} is registered twice (as {clash!r}); give each agent a unique name.")
+        retention = retention_from(
+            self.settings.retention,
+            {"mode": retention_mode, "max_state_bytes": max_state_bytes},
+            names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
+            source=f"add_agent({name!r}):",
+        )
+        plan = plan_history(agent)
+        entity = ConversationEntityFunction(
+            name,
+            agent,
+            plan=plan,
+            retention=retention,
+            max_turn_records=self.settings.max_turn_records,
+            turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
+            run_timeout_seconds=self.settings.run_timeout_seconds,
+            clock=self.clock,
+            callback=callback or self.default_callback,
+            turn_error_details=self.settings.turn_error_details,
+        )
+
+        def conversation_entity(context: EntityContext, operation_input: Any) -> Any:
+            operation = EntityOperationContext(context, operation_input)
+            entity(operation)  # the adapter has every member of the Functions entity context the entity uses
+            return operation.finish()
+
+        self.worker.add_entity(conversation_entity, name=entity_name_for(name))
+        self._entities[name] = entity
+        self._routes[name] = AgentRoute(
+            name=name,
+            entity_name=entity_name_for(name),
+            history=plan.owner,
+            max_conversation_id_length=id_limit,
+            agent_type=type(agent).__name__,
+            http_enabled=False,
+        )
+
+    def get_agent(self, context: task.OrchestrationContext, agent_name: str) -> WorkerOrchestrationAgent:
+        """A registered agent for use inside an orchestrator on this worker, as `AgentFunctionApp.get_agent` gives
+        it: `agent.create_session()`, then `response = yield agent.run("...", session=session)`.
+
+        Raises:
+            ValueError: no agent of that name is registered.
+        """
+        route = self._routes.get(agent_name)
+        if route is None:
+            known = ", ".join(sorted(self._routes)) or "none"
+            raise ValueError(f"Agent '{agent_name}' is not registered with this worker. Registered agents: {known}.")
+        return WorkerOrchestrationAgent(context, route)
+
+
+def _require_state_converter(worker: TaskHubGrpcWorker) -> None:
+    """Refuse a worker whose converter would re-encode our state text (see `_state_converter`).
+
+    The SDK has no public accessor for a worker's converter; when its attribute is missing, nothing is checked.
+
+    Raises:
+        ValueError: the worker's converter is not an `AgentStateConverter`.
+    """
+    converter = getattr(worker, "_data_converter", None)
+    if converter is not None and not isinstance(converter, AgentStateConverter):
+        raise ValueError(
+            f"The worker's data converter is a {type(converter).__name__}: AgentWorker stores conversation state as "
+            "its own JSON text and needs AgentStateConverter. Create the worker with "
+            "TaskHubGrpcWorker(..., **worker_options()) (from agent_host.worker)."
+        )
+
+
+def _is_scheduler_worker(worker: TaskHubGrpcWorker) -> bool:
+    """Whether the worker talks to the Durable Task Scheduler, which caps entity ids at 100 characters."""
+    try:
+        from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
+    except ImportError:  # durabletask-azuremanaged not installed: not a scheduler worker
+        return False
+    return isinstance(worker, DurableTaskSchedulerWorker)
