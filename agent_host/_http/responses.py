@@ -42,9 +42,12 @@ def render_error(error: AgentHostError) -> func.HttpResponse:
 
 
 async def respond(
-    req: func.HttpRequest, methods: tuple[str, ...], handler: Callable[[], Awaitable[HandlerResponse]]
+    req: func.HttpRequest,
+    methods: tuple[str, ...],
+    handler: Callable[[], Awaitable[HandlerResponse]],
+    render: Callable[[AgentHostError], func.HttpResponse] = render_error,
 ) -> HandlerResponse | func.HttpResponse:
-    """Run a route's handler for one of its `methods`, rendering any error it raises.
+    """Run a route's handler for one of its `methods`, rendering any error it raises with `render`.
 
     `OPTIONS` answers 204 with the route's methods in `Allow`; any other method outside `methods` answers 405.
     """
@@ -56,7 +59,7 @@ async def respond(
             raise MethodNotAllowedError(method, methods)
         return await handler()
     except AgentHostError as error:
-        return render_error(error)
+        return render(error)
     except Exception:
         logger.exception("Unexpected error handling %s %r", method, req.url.split("?", 1)[0])
-        return render_error(internal_error())
+        return render(internal_error())

@@ -13,8 +13,9 @@ from typing import Any
 
 import azure.functions as func
 
+from .._errors import AgentHostError
 from .event_stream import RouteResponse
-from .responses import respond
+from .responses import render_error, respond
 
 # A method's handler: `handler(req)`, or `handler(req, client)` on a route that takes the durable client.
 MethodHandler = Callable[..., Awaitable[RouteResponse]]
@@ -30,6 +31,7 @@ class HttpRoute:
         methods: The handler of each method the route serves, in the order `Allow` lists them.
         client: Whether the handlers take the durable client.
         auth_level: The route's authorization level; None takes the app's.
+        render_error: How the route renders an error (a front door speaking another protocol has its own shape).
     """
 
     name: str
@@ -37,8 +39,9 @@ class HttpRoute:
     methods: Mapping[str, MethodHandler]
     client: bool = True
     auth_level: func.AuthLevel | None = None
+    render_error: Callable[[AgentHostError], func.HttpResponse] = render_error
 
     async def endpoint(self, req: func.HttpRequest, *client: Any) -> RouteResponse:
         """Serve one request: the handler of its method, with the durable client when the route takes one."""
         method = req.method.upper()
-        return await respond(req, tuple(self.methods), lambda: self.methods[method](req, *client))
+        return await respond(req, tuple(self.methods), lambda: self.methods[method](req, *client), self.render_error)

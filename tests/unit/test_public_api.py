@@ -48,6 +48,7 @@ def test_public_api_is_exactly_this() -> None:
         "OfflineChatClient",
         "RequestAnsweredError",
         "RequestNotFoundError",
+        "ResponseNotFoundError",
         "RetentionSettings",
         "RunNotFoundError",
         "StateCapacityExceededError",
