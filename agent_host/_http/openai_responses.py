@@ -639,12 +639,15 @@ def _previous_response(ref: ResponseRef, conversation: ConversationView) -> str 
 
 def _output_items(agent: str, turn: TurnView) -> list[dict[str, Any]]:
     """The answer's assistant text as message items, then the approvals it left pending as approval requests."""
-    items = [
-        _message_item(f"msg_{record['id']}", text, "completed")
-        for record in turn.answer
-        if record.get("role") == "assistant" and (text := message_text(record))
-    ]
+    texts = [text for record in turn.answer if record.get("role") == "assistant" and (text := message_text(record))]
+    items = [_message_item(_item_id(turn.turn_id, number), text, "completed") for number, text in enumerate(texts)]
     return items + [_approval_item(agent, request) for request in turn.approval_requests]
+
+
+def _item_id(turn_id: str, number: int) -> str:
+    """A message item's id: the turn's, and the item's place among its messages, so the items a stream opens and the
+    settled Response's carry the same ids."""
+    return f"msg_{turn_id}_{number}"
 
 
 def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
@@ -702,6 +705,7 @@ class _ResponseEvents:
     echo: _Echo
     _open: _OpenItem | None = None
     _next_index: int = 0
+    _messages: int = 0
 
     def opening(self) -> list[dict[str, Any]]:
         """`response.created` and `response.in_progress`, numbered 0 and 1."""
@@ -715,8 +719,8 @@ class _ResponseEvents:
         """The events of a text delta, an approval request, or a new attempt (which opens nothing new)."""
         events: list[dict[str, Any]] = []
         if stored.event == TURN_STARTED:
-            # A new attempt after a crash streams its answer again: what the last one left open is not continued.
-            self._open = None
+            # A new attempt after a crash streams its answer again, in new items: what the last one left open ends.
+            events += self._close()
         elif stored.event == MESSAGE_DELTA and stored.data.get("role") == "assistant":
             message_id = str(stored.data.get("messageId"))
             if self._open is None or self._open.message_id != message_id:
@@ -744,7 +748,8 @@ class _ResponseEvents:
         return index
 
     def _start(self, message_id: str) -> list[dict[str, Any]]:
-        self._open = item = _OpenItem(message_id, f"msg_{message_id}", self._take_index())
+        item = _OpenItem(message_id, _item_id(self.ref.turn_id, self._messages), self._take_index())
+        self._open, self._messages = item, self._messages + 1
         added = {"type": "response.output_item.added", "output_index": item.output_index}
         part = {"type": "response.content_part.added", "item_id": item.item_id, "output_index": item.output_index}
         return [

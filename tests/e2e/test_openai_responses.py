@@ -13,7 +13,7 @@ import openai
 import pytest
 from agent_framework import tool
 from apps import build_app, make_agent
-from chat_clients import EchoScript, ScriptedChatClient
+from chat_clients import EchoScript, FailingChatClient, ScriptedChatClient
 from hosting import RunningHost
 from streams import MemoryTurnStreamStore, parse_sse
 
@@ -32,16 +32,17 @@ def refund(order_id: str) -> str:
 
 
 class Host:
-    """The local host serving `assistant` (the offline model, with an approval-gated tool) and `scripted` (a model
-    that records what it is sent)."""
+    """The local host serving `assistant` (the offline model, with an approval-gated tool), `scripted` (a model
+    that records what it is sent) and `failing` (a model that raises)."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.script = EchoScript()
         self.store = MemoryTurnStreamStore()
         assistant = make_agent(OfflineChatClient(word_delay_seconds=0), tools=[refund])
         scripted = make_agent(ScriptedChatClient(self.script), name="scripted")
+        failing = make_agent(FailingChatClient(), name="failing")
         self.running = RunningHost(
-            lambda: build_app(assistant, scripted, stream_store=self.store), tmp_path, function_key=KEY
+            lambda: build_app(assistant, scripted, failing, stream_store=self.store), tmp_path, function_key=KEY
         )
         assert self.running.host is not None
         self.base_url = f"{self.running.host.base_url}/api/openai/v1"
@@ -113,6 +114,8 @@ def test_responses_stream_sends_the_responses_events_and_the_final_text(host: Ho
         "response.output_item.done",
         "response.completed",
     ]
+    added = [event.item.id for event in events if event.type == "response.output_item.added"]
+    assert added == [item.id for item in final.output]
     deltas = [event.delta for event in events if event.type == "response.output_text.delta"]
     assert deltas
     assert "".join(deltas) == final.output_text
@@ -141,7 +144,7 @@ def test_models_lists_the_agents(host: Host) -> None:
     models = host.client.models.list()
     one = host.client.models.retrieve("scripted")
 
-    assert [model.id for model in models] == ["assistant", "scripted"]
+    assert [model.id for model in models] == ["assistant", "scripted", "failing"]
     assert one.id == "scripted" and one.owned_by == "agent-host"
 
 
@@ -232,3 +235,33 @@ def test_the_key_goes_in_x_functions_key_as_the_functions_host_reads_it(host: Ho
         pytest.raises(openai.AuthenticationError),
     ):
         bearer_only.models.list()
+
+
+def test_a_failed_turn_is_a_failed_response_not_an_error_the_sdk_retries(host: Host) -> None:
+    failed = host.client.responses.create(model="failing", input="hello")
+    retrieved = host.client.responses.retrieve(failed.id)
+
+    assert failed.status == retrieved.status == "failed"
+    assert failed.error is not None and failed.error.code == "turn_failed"
+    assert retrieved.error is not None and retrieved.error.message == failed.error.message
+    assert failed.output == []
+
+
+def test_a_background_response_is_in_progress_until_its_turn_settles(host: Host) -> None:
+    started = host.client.responses.create(model="assistant", input="My name is Ada.", background=True)
+    host.running.wait_idle()
+    settled = host.client.responses.retrieve(started.id)
+
+    assert started.status == "in_progress" and started.output == []
+    assert settled.status == "completed" and "Ada" in settled.output_text
+
+
+def test_every_error_of_the_routes_has_the_openai_shape(host: Host) -> None:
+    wrong_method = host.running.request("DELETE", "/api/openai/v1/models", headers=HEADERS)
+    not_json = host.running.request("POST", "/api/openai/v1/responses", headers=HEADERS, raw=b"{")
+
+    assert wrong_method.status == 405
+    assert wrong_method.json()["error"]["type"] == "invalid_request_error"
+    assert wrong_method.json()["error"]["code"] == "method_not_allowed"
+    assert not_json.status == 400
+    assert set(not_json.json()["error"]) == {"message", "type", "param", "code"}
