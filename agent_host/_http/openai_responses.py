@@ -247,9 +247,9 @@ class OpenAIResponsesRoutes:
         request = parse_responses_request(body_text(req, self._settings.max_message_bytes))
         agent = self._agent(request.model, param="model")
         key = idempotency_key(req)
+        payload = self._turn_payload(request)  # checked before anything is read or signalled
         conversations = DurableConversationClient(client, agent)
         conversation_id = await self._conversation_of(request, agent, conversations, key)
-        payload = self._turn_payload(request)
         wait = None if request.stream or request.background else float(self._settings.default_wait_seconds)
         ask = TurnAsk(conversation_id, payload, idempotency_key=key, stream=request.stream, wait_seconds=wait)
         outcome = await take_turn(conversations, ask, self._clock)

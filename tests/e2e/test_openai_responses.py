@@ -89,6 +89,22 @@ def test_a_conversation_id_names_our_conversation(host: Host) -> None:
     assert host.messages("conv_trip")[0]["text"] == "My city is Paris."
 
 
+def test_input_messages_are_the_turns_messages_in_their_roles(host: Host) -> None:
+    answer = host.client.responses.create(
+        model="assistant",
+        input=[
+            {"role": "developer", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "input_text", "text": "My name is Ada."}]},
+            {"type": "message", "role": "user", "content": "What is my name?"},
+        ],
+    )
+
+    assert "Ada" in answer.output_text
+    assert answer.conversation is not None
+    stored = [(message["role"], message["text"]) for message in host.messages(answer.conversation.id)]
+    assert stored[:3] == [("system", "Be brief."), ("user", "My name is Ada."), ("user", "What is my name?")]
+
+
 def test_retrieve_reads_the_stored_turn_as_the_same_response(host: Host) -> None:
     created = host.client.responses.create(model="assistant", input="My name is Ada.")
     retrieved = host.client.responses.retrieve(created.id)
