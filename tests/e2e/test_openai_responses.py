@@ -5,13 +5,15 @@ Each conversation the SDK holds is read back through our own API, so the test sh
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
-from agent_framework import tool
+from agent_framework import Agent, Message, tool
+from agent_framework_openai import OpenAIChatClient
 from apps import build_app, make_agent
 from chat_clients import EchoScript, FailingChatClient, ScriptedChatClient
 from hosting import RunningHost
@@ -281,3 +283,31 @@ def test_every_error_of_the_routes_has_the_openai_shape(host: Host) -> None:
     assert wrong_method.json()["error"]["code"] == "method_not_allowed"
     assert not_json.status == 400
     assert set(not_json.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_agent_frameworks_own_responses_client_runs_a_remote_agent_on_the_host(host: Host) -> None:
+    # Agent Framework's OpenAIChatClient keeps the conversation in the service (previous_response_id) and maps
+    # mcp_approval_request items to its function approval requests: our agent becomes its model.
+    executed.clear()
+
+    async def conversation() -> tuple[str, list[str], str, str]:
+        service = openai.AsyncOpenAI(base_url=host.base_url, api_key=KEY, default_headers=HEADERS, max_retries=0)
+        try:
+            remote = Agent(OpenAIChatClient(model="assistant", async_client=service), name="remote")
+            session = remote.create_session()
+            await remote.run("My name is Ada.", session=session)
+            recalled = await remote.run("What is my name?", session=session)
+            asked = await remote.run("please refund order_id=A17", session=session)
+            requests = [c for m in asked.messages for c in m.contents if c.type == "function_approval_request"]
+            answer = Message("user", [request.to_function_approval_response(True) for request in requests])
+            approved = await remote.run(answer, session=session)
+            streamed = await remote.run("What is my name?", session=session, stream=True).get_final_response()
+            return recalled.text, [request.function_call.name for request in requests], approved.text, streamed.text
+        finally:
+            await service.close()
+
+    recalled, tools, approved, streamed = asyncio.run(conversation())
+
+    assert recalled == streamed == "[offline model] Your name is Ada."
+    assert tools == ["refund"] and executed == ["A17"]
+    assert approved == "[offline model] The tool returned: Refunded A17."
