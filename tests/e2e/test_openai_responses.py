@@ -198,6 +198,21 @@ def test_an_unknown_previous_response_is_not_found(host: Host) -> None:
     assert raised.value.param == "previous_response_id"
 
 
+def test_a_deleted_conversation_is_not_continued_from_its_old_response(host: Host) -> None:
+    first = host.client.responses.create(model="assistant", input="My name is Ada.")
+    assert first.conversation is not None
+    path = f"/api/agents/assistant/conversations/{first.conversation.id}"
+    assert host.running.request("DELETE", path, headers=HEADERS).status == 204
+
+    with pytest.raises(openai.NotFoundError, match="was deleted"):
+        host.client.responses.retrieve(first.id)
+    with pytest.raises(openai.NotFoundError) as continued:
+        host.client.responses.create(model="assistant", input="What is my name?", previous_response_id=first.id)
+
+    assert continued.value.param == "previous_response_id"
+    assert host.running.request("GET", path, headers=HEADERS).status == 404  # nothing started again
+
+
 def test_an_idempotency_key_runs_the_model_once(host: Host) -> None:
     key = {"Idempotency-Key": "order-17"}
     first = host.client.responses.create(model="scripted", input="hello", extra_headers=key)
