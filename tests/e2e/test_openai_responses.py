@@ -37,14 +37,16 @@ class Host:
     """The local host serving `assistant` (the offline model, with an approval-gated tool), `scripted` (a model
     that records what it is sent) and `failing` (a model that raises)."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, http_streams: bool = False) -> None:
         self.script = EchoScript()
         self.store = MemoryTurnStreamStore()
         assistant = make_agent(OfflineChatClient(word_delay_seconds=0), tools=[refund])
         scripted = make_agent(ScriptedChatClient(self.script), name="scripted")
         failing = make_agent(FailingChatClient(), name="failing")
         self.running = RunningHost(
-            lambda: build_app(assistant, scripted, failing, stream_store=self.store), tmp_path, function_key=KEY
+            lambda: build_app(assistant, scripted, failing, stream_store=self.store, http_streams=http_streams),
+            tmp_path,
+            function_key=KEY,
         )
         assert self.running.host is not None
         self.base_url = f"{self.running.host.base_url}/api/openai/v1"
@@ -58,8 +60,9 @@ class Host:
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[Host]:
-    running = Host(tmp_path)
+def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
+    """The host with classic HTTP functions (a stream is sent whole), or with HTTP streams (`streams`: as produced)."""
+    running = Host(tmp_path, http_streams=getattr(request, "param", "classic") == "streams")
     try:
         yield running
     finally:
@@ -118,6 +121,7 @@ def test_retrieve_reads_the_stored_turn_as_the_same_response(host: Host) -> None
     assert retrieved.usage is not None and retrieved.usage.total_tokens > 0
 
 
+@pytest.mark.parametrize("host", ["classic", "streams"], indirect=True)
 def test_responses_stream_sends_the_responses_events_and_the_final_text(host: Host) -> None:
     with host.client.responses.stream(model="assistant", input="My name is Ada and my city is Paris.") as stream:
         events = list(stream)
@@ -144,6 +148,7 @@ def test_responses_stream_sends_the_responses_events_and_the_final_text(host: Ho
     assert host.messages(final.conversation.id)[-1]["text"] == final.output_text
 
 
+@pytest.mark.parametrize("host", ["classic", "streams"], indirect=True)
 def test_a_stream_resumes_after_a_sequence_number(host: Host) -> None:
     events = list(host.client.responses.create(model="assistant", input="My name is Ada.", stream=True))
     response_id = events[0].response.id
