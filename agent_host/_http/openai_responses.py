@@ -40,7 +40,7 @@ from .._errors import (
 )
 from .._records import message_text
 from .._settings import HostSettings
-from .._streaming.channel import APPROVAL_REQUESTED, MESSAGE_DELTA, TURN_STARTED, StreamEvent
+from .._streaming.channel import APPROVAL_REQUESTED, FINAL_EVENTS, MESSAGE_DELTA, TURN_STARTED, StreamEvent
 from .._structured_output import response_format_of
 from .._turn_ids import issued_at
 from .._turn_options import chat_options_of
@@ -375,7 +375,11 @@ class OpenAIResponsesRoutes:
         try:
             options = chat_options_of({name: value for name, value in wire.items() if value is not None})
         except ValueError as exc:
-            raise invalid_param(f"{exc}.", _OPTION_PARAMS.get(str(exc).split()[0]), code="invalid_options") from None
+            # Our options' names, as the request spelled them.
+            ours = str(exc).split()[0]
+            param = _OPTION_PARAMS.get(ours)
+            message = str(exc).replace(ours, param) if param is not None else str(exc)
+            raise invalid_param(f"{message}.", param, code="invalid_options") from None
         if request.instructions:
             options["instructions"] = request.instructions
         if options:
@@ -441,7 +445,7 @@ class OpenAIResponsesRoutes:
     ) -> list[dict[str, Any]]:
         """The events a stored event other than text and approvals adds: for the last one, the open item closed and
         the Response as it settled (read from the conversation, as `GET /responses/{id}` shows it)."""
-        if stored.event not in ("turn.completed", "turn.failed"):
+        if stored.event not in FINAL_EVENTS:
             return []  # tool calls and results run on the host: they are not output items of the Response
         reported = ResponseRef(ref.agent, ref.conversation_id, str(stored.data.get("turnId", ref.turn_id)))
         state = await conversations.read(ref.conversation_id) or ConversationView.empty()
@@ -569,10 +573,21 @@ def _input_texts(payload: Mapping[str, Any]) -> list[str]:
 
 
 def _tool_choice(value: str | dict[str, Any] | None) -> Any:
-    """The Responses API's `tool_choice` in our options' form (`{"type": "function", "name"}` requires that tool)."""
+    """The Responses API's `tool_choice` in our options' form (`{"type": "function", "name"}` requires that tool).
+
+    Raises:
+        InvalidRequestError: any other form (hosted and MCP tool choices name tools the agent does not have).
+    """
+    if value is None or value in ("auto", "none", "required"):
+        return value
     if isinstance(value, dict) and value.get("type") == "function" and set(value) == {"type", "name"}:
         return {"mode": "required", "requiredFunctionName": value["name"]}
-    return value
+    raise invalid_param(
+        f'tool_choice must be "auto", "none", "required" or {{"type": "function", "name": "<tool>"}}, got '
+        f"{str(value)[:80]}.",
+        "tool_choice",
+        code="invalid_options",
+    )
 
 
 def _response_format(text_format: _TextFormat | None) -> dict[str, Any] | None:
@@ -723,11 +738,10 @@ class _ResponseEvents:
             events += self._close()
         elif stored.event == MESSAGE_DELTA and stored.data.get("role") == "assistant":
             message_id = str(stored.data.get("messageId"))
-            if self._open is None or self._open.message_id != message_id:
-                events += self._close()
-                events += self._start(message_id)
             item = self._open
-            assert item is not None
+            if item is None or item.message_id != message_id:
+                events += self._close()
+                item = self._start(message_id, events)
             item.text += stored.data["text"]
             events.append(self._text_event("response.output_text.delta", item, delta=stored.data["text"]))
         elif stored.event == APPROVAL_REQUESTED:
@@ -747,15 +761,15 @@ class _ResponseEvents:
         index, self._next_index = self._next_index, self._next_index + 1
         return index
 
-    def _start(self, message_id: str) -> list[dict[str, Any]]:
+    def _start(self, message_id: str, events: list[dict[str, Any]]) -> _OpenItem:
+        """Open a message item for `message_id`, adding the events that open it to `events`."""
         item = _OpenItem(message_id, _item_id(self.ref.turn_id, self._messages), self._take_index())
         self._open, self._messages = item, self._messages + 1
         added = {"type": "response.output_item.added", "output_index": item.output_index}
         part = {"type": "response.content_part.added", "item_id": item.item_id, "output_index": item.output_index}
-        return [
-            {**added, "item": _message_item(item.item_id, "", "in_progress")},
-            {**part, "content_index": 0, "part": _text_part("")},
-        ]
+        events.append({**added, "item": _message_item(item.item_id, "", "in_progress")})
+        events.append({**part, "content_index": 0, "part": _text_part("")})
+        return item
 
     def _close(self) -> list[dict[str, Any]]:
         item, self._open = self._open, None

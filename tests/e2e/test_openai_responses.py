@@ -189,9 +189,15 @@ def test_bad_input_is_a_bad_request_naming_the_field(host: Host) -> None:
         host.client.responses.create(model="assistant", input="hi", extra_body={"colour": "teal"})
     with pytest.raises(openai.BadRequestError, match="input is empty") as empty:
         host.client.responses.create(model="assistant", input="  ")
+    with pytest.raises(openai.BadRequestError, match="- temperature must be from 0 to 2, got 3") as hot:
+        host.client.responses.create(model="assistant", input="hi", temperature=3)
+    with pytest.raises(openai.BadRequestError, match="tool_choice must be") as hosted:
+        host.client.responses.create(model="assistant", input="hi", tool_choice={"type": "web_search_preview"})
 
     assert wrong_item.value.param == "input[0].type"
     assert empty.value.code == "missing_message"
+    assert (hot.value.param, hot.value.code) == ("temperature", "invalid_options")
+    assert hosted.value.param == "tool_choice"
 
 
 def test_an_unknown_previous_response_is_not_found(host: Host) -> None:
