@@ -113,12 +113,19 @@ def test_input_messages_are_the_turns_messages_in_their_roles(host: Host) -> Non
 def test_retrieve_reads_the_stored_turn_as_the_same_response(host: Host) -> None:
     created = host.client.responses.create(model="assistant", input="My name is Ada.")
     retrieved = host.client.responses.retrieve(created.id)
+    replayed = parse_sse(
+        host.running.request("GET", f"/api/openai/v1/responses/{created.id}?stream=true", headers=HEADERS).body
+    )
 
     assert retrieved.id == created.id
     assert retrieved.status == "completed"
     assert retrieved.output_text == created.output_text != ""
     assert retrieved.created_at == created.created_at
     assert retrieved.usage is not None and retrieved.usage.total_tokens > 0
+    # A turn run without streaming is replayed from its receipt as the same events.
+    deltas = [event.data["delta"] for event in replayed if event.event == "response.output_text.delta"]
+    assert "".join(deltas) == created.output_text
+    assert replayed[-1].data["response"]["id"] == created.id
 
 
 @pytest.mark.parametrize("host", ["classic", "streams"], indirect=True)
