@@ -6,7 +6,7 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── AgentNotFoundError             404  no agent of that name is registered
  ├── ConversationNotFoundError      404  the conversation has never run a turn (or was deleted)
  ├── TurnNotFoundError              404  the turn id was never seen in this conversation
- ├── ResponseNotFoundError          404  an OpenAI response id this app did not issue, or whose turn is unknown
+ ├── ResponseNotFoundError          404  an OpenAI response id this app did not issue (or names a deleted conversation)
  ├── WorkflowNotFoundError          404  no workflow of that name is hosted
  ├── RunNotFoundError               404  the workflow has no run of that id
  ├── RequestNotFoundError           404  the run is not waiting for a request of that id

@@ -31,7 +31,6 @@ from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pendi
 from .._errors import (
     AgentHostError,
     AgentNotFoundError,
-    ConversationNotFoundError,
     InvalidRequestError,
     MessageTooLargeError,
     ResponseNotFoundError,
@@ -48,6 +47,7 @@ from .event_stream import KEEP_ALIVE, EventStreamResponse, RouteResponse
 from .requests import body_text, idempotency_key, json_object
 from .responses import json_response
 from .routes import Routes
+from .turn_stream import TurnStreamReader
 
 RESPONSE_ID_PREFIX = "resp_"
 CONVERSATION_ID_PREFIX = "conv_"
@@ -258,10 +258,10 @@ class OpenAIResponsesRoutes:
             case Answered(turn, conversation) | Failed(turn, conversation):
                 ref = ResponseRef(agent.name, conversation_id, turn.turn_id)
                 if request.stream:  # only a retry of a key settles before it is streamed: it streams the key's turn
-                    return self._events(client, agent, ref, echo, after=-1)
+                    return await self._stream(client, agent, ref, echo)
                 return json_response(200, self._response(ref, turn, conversation, echo))
             case Accepted(turn_id) if request.stream:
-                return self._events(client, agent, ResponseRef(agent.name, conversation_id, turn_id), echo, after=-1)
+                return await self._stream(client, agent, ResponseRef(agent.name, conversation_id, turn_id), echo)
             case Accepted(turn_id) | Pending(turn_id):
                 ref = ResponseRef(agent.name, conversation_id, turn_id)
                 previous = request.previous_response_id
@@ -285,21 +285,13 @@ class OpenAIResponsesRoutes:
                 "starting_after",
                 code="invalid_query",
             )
-        state = await DurableConversationClient(client, agent).read(ref.conversation_id)
-        await self._routes.refuse_if_nothing_queued(client, agent, ref.conversation_id, state, ref.turn_id)
-        view = state or ConversationView.empty()
-        if view.deleted_with(ref.turn_id):
-            raise ConversationNotFoundError(agent.name, ref.conversation_id, deleted=True)
-        turn = view.turn(ref.turn_id)
-        if turn is None and view.is_expired(ref.turn_id):
-            raise TurnExpiredError(ref.conversation_id, ref.turn_id)
-        if turn is None and not self._routes.may_be_pending(ref.turn_id, view):
-            raise ResponseNotFoundError(ref.response_id)
+        reader, state = await self._routes.open_turn(client, agent, ref.conversation_id, ref.turn_id)
+        finished = reader.settled(state)  # the turn was deleted, expired or never seen: 404 or 410
         if stream == "true":
-            return self._events(client, agent, ref, _Echo(), after=int(after))
-        if turn is None:
+            return self._events(reader, ref, _Echo(), after=int(after))
+        if finished is None:
             return json_response(200, _response_body(ref, "in_progress", self._clock, _Echo()))
-        return json_response(200, self._response(ref, turn, view, _Echo()))
+        return json_response(200, self._response(ref, finished.turn, state or ConversationView.empty(), _Echo()))
 
     # -- the request ----------------------------------------------------------------------------
 
@@ -404,11 +396,15 @@ class OpenAIResponsesRoutes:
             body["error"] = dict(turn.error or {})
         return body
 
-    def _events(
-        self, client: df.DurableOrchestrationClient, agent: AgentRoute, ref: ResponseRef, echo: _Echo, *, after: int
+    async def _stream(
+        self, client: df.DurableOrchestrationClient, agent: AgentRoute, ref: ResponseRef, echo: _Echo
     ) -> EventStreamResponse:
+        """A turn just taken, as Responses API events from the first."""
+        reader, _ = await self._routes.open_turn(client, agent, ref.conversation_id, ref.turn_id)
+        return self._events(reader, ref, echo, after=-1)
+
+    def _events(self, reader: TurnStreamReader, ref: ResponseRef, echo: _Echo, *, after: int) -> EventStreamResponse:
         """The turn's stream as Responses API events, those numbered after `after`."""
-        reader = self._routes.reader(client, agent, ref.conversation_id, ref.turn_id)
         events = _ResponseEvents(ref, self._clock, echo)
 
         async def body() -> AsyncIterator[bytes]:

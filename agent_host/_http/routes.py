@@ -171,7 +171,7 @@ class Routes:
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
         stored = await DurableConversationClient(client, agent).read(conversation_id)
-        await self.refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
+        await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
         state = stored or ConversationView.empty()
         location = req.url.split("?", 1)[0]
         if state.deleted_with(turn_id):
@@ -181,7 +181,7 @@ class Routes:
             return _turn_response(conversation_id, state, turn, location, failure_as_error=False)
         if state.is_expired(turn_id):
             raise TurnExpiredError(conversation_id, turn_id)
-        if self.may_be_pending(turn_id, state):
+        if self._may_be_pending(turn_id, state):
             return json_response(202, render_pending(conversation_id, turn_id), headers={"Location": location})
         raise TurnNotFoundError(conversation_id, turn_id)
 
@@ -190,10 +190,10 @@ class Routes:
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
         after = last_event_id(req)
-        reader = self.reader(client, agent, conversation_id, turn_id)
+        reader = self._reader(client, agent, conversation_id, turn_id)
         # A turn that cannot be streamed is refused before the stream starts: 404, 410 or 503 as a JSON error.
         state = await reader.conversations.read(conversation_id)
-        await self.refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
+        await self._refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
         reader.settled(state)
         location = req.url.split("?", 1)[0].rstrip("/").removesuffix("/stream")
         return EventStreamResponse(reader.sse(after), headers={"Location": location})
@@ -207,13 +207,12 @@ class Routes:
         turns_url: str,
     ) -> EventStreamResponse:
         """A turn request's answer as an event stream: the turn's events from the first."""
-        reader = self.reader(client, agent, conversation_id, turn_id)
+        reader = self._reader(client, agent, conversation_id, turn_id)
         return EventStreamResponse(reader.sse(0), headers={"Location": f"{turns_url}/{turn_id}"})
 
-    def reader(
+    def _reader(
         self, client: df.DurableOrchestrationClient, agent: AgentRoute, conversation_id: str, turn_id: str
     ) -> TurnStreamReader:
-        """A reader of one turn's stream, for this app's settings."""
         return TurnStreamReader(
             conversations=DurableConversationClient(client, agent),
             store=self._stream_store(),
@@ -221,12 +220,27 @@ class Routes:
             agent_name=agent.name,
             conversation_id=conversation_id,
             turn_id=turn_id,
-            may_be_pending=lambda state: self.may_be_pending(turn_id, state),
+            may_be_pending=lambda state: self._may_be_pending(turn_id, state),
             # A turn may wait its turn behind others and then run up to the run timeout.
             deadline_seconds=self._settings.max_wait_seconds + self._settings.run_timeout_seconds,
         )
 
-    async def refuse_if_nothing_queued(
+    async def open_turn(
+        self, client: df.DurableOrchestrationClient, agent: AgentRoute, conversation_id: str, turn_id: str
+    ) -> tuple[TurnStreamReader, ConversationView | None]:
+        """A reader of one turn, and its conversation as read now, for a front door that reads turns by id (the
+        OpenAI Responses API); `reader.settled(state)` then says whether the turn settled, is pending, or is gone.
+
+        Raises:
+            TurnNotFoundError: the conversation has nothing stored and no turn on its way.
+            StorageUnavailableError, StateCorruptError: the conversation could not be read.
+        """
+        reader = self._reader(client, agent, conversation_id, turn_id)
+        state = await reader.conversations.read(conversation_id)
+        await self._refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
+        return reader, state
+
+    async def _refuse_if_nothing_queued(
         self,
         client: df.DurableOrchestrationClient,
         agent: AgentRoute,
@@ -244,7 +258,7 @@ class Routes:
         if state is None and not await may_hold_queued_turns(client, agent.entity_name, conversation_id, ttl):
             raise TurnNotFoundError(conversation_id, turn_id)
 
-    def may_be_pending(self, turn_id: str, state: ConversationView) -> bool:
+    def _may_be_pending(self, turn_id: str, state: ConversationView) -> bool:
         """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
 
         Operations on one entity run in order, so a finished later turn means this one never arrived; "clearly"
