@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import secrets
 from collections.abc import AsyncIterator, Mapping
@@ -23,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id, validate_turn_id
-from .._conversation.turn_records import key_digest
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.client import ConversationClient
 from .._conversation_client.durable_client import DurableConversationClient
@@ -339,7 +339,7 @@ class OpenAIResponsesRoutes:
             except InvalidRequestError as exc:
                 raise invalid_param(exc.message, "conversation", code=exc.code) from None
         # A retry of a keyed request must find the conversation its first attempt started.
-        suffix = key_digest(key) if key is not None else secrets.token_hex(16)
+        suffix = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32] if key is not None else secrets.token_hex(16)
         return f"{CONVERSATION_ID_PREFIX}{suffix}"
 
     def _turn_payload(self, request: ResponsesRequest) -> dict[str, Any]:
