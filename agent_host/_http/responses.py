@@ -42,12 +42,9 @@ def render_error(error: AgentHostError) -> func.HttpResponse:
 
 
 async def respond(
-    req: func.HttpRequest,
-    methods: tuple[str, ...],
-    handler: Callable[[], Awaitable[HandlerResponse]],
-    render: Callable[[AgentHostError], func.HttpResponse] = render_error,
+    req: func.HttpRequest, methods: tuple[str, ...], handler: Callable[[], Awaitable[HandlerResponse]]
 ) -> HandlerResponse | func.HttpResponse:
-    """Run a route's handler for one of its `methods`, rendering any error it raises with `render`.
+    """Run a route's handler for one of its `methods`, rendering any error it raises.
 
     `OPTIONS` answers 204 with the route's methods in `Allow`; any other method outside `methods` answers 405.
     """
@@ -59,7 +56,7 @@ async def respond(
             raise MethodNotAllowedError(method, methods)
         return await handler()
     except AgentHostError as error:
-        return render(error)
+        return render_error(error)
     except Exception:
         logger.exception("Unexpected error handling %s %r", method, req.url.split("?", 1)[0])
-        return render(internal_error())
+        return render_error(internal_error())
