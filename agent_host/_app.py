@@ -30,6 +30,7 @@ from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
 from ._http.conversation_list import ConversationListRoute
+from ._http.openai_responses import OpenAIResponsesRoutes, render_openai_error
 from ._http.route_table import HttpRoute
 from ._http.routes import HealthRoute, Routes
 from ._http.workflow_routes import WorkflowRoutes
@@ -479,6 +480,16 @@ class AgentFunctionApp(df.DFApp):
                 {"POST": workflows.compat_respond},
             ),
             HttpRoute("api_conversations", "agents/{agent}/conversations", {"GET": listing.conversations}),
+        ]
+        openai = OpenAIResponsesRoutes(self._http_agent_routes, self.settings, clock, conversations)
+        table += [
+            HttpRoute(name, f"openai/v1/{path}", methods, client=client, render_error=render_openai_error)
+            for name, path, methods, client in (
+                ("api_openai_responses", "responses", {"POST": openai.create}, True),
+                ("api_openai_response", "responses/{responseId}", {"GET": openai.retrieve}, True),
+                ("api_openai_models", "models", {"GET": openai.models}, False),
+                ("api_openai_model", "models/{model}", {"GET": openai.model}, False),
+            )
         ]
         if self.inspector:
             inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes, self.clock)

@@ -6,6 +6,7 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── AgentNotFoundError             404  no agent of that name is registered
  ├── ConversationNotFoundError      404  the conversation has never run a turn (or was deleted)
  ├── TurnNotFoundError              404  the turn id was never seen in this conversation
+ ├── ResponseNotFoundError          404  an OpenAI response id this app did not issue (or names a deleted conversation)
  ├── WorkflowNotFoundError          404  no workflow of that name is hosted
  ├── RunNotFoundError               404  the workflow has no run of that id
  ├── RequestNotFoundError           404  the run is not waiting for a request of that id
@@ -63,6 +64,8 @@ class AgentHostError(Exception):
             raise ValueError(f"{type(self).__name__} cannot carry code {code!r}; it declares {', '.join(self.codes)}.")
         self.code: str = code or self.codes[0]
         self.message = message
+        # The request field the error is about, when one is (the OpenAI Responses API's errors name it).
+        self.param: str | None = None
         # Extra top-level fields of the error body (a turn error also names the turn) and response headers.
         self.fields: dict[str, str] = {}
         self.headers: dict[str, str] = {}
@@ -164,6 +167,19 @@ class TurnNotFoundError(AgentHostError):
 
     def __init__(self, conversation_id: str, turn_id: str) -> None:
         super().__init__(f"Turn '{turn_id}' is unknown in conversation '{conversation_id}'.")
+
+
+class ResponseNotFoundError(AgentHostError):
+    """An OpenAI Responses API response id that names no turn of this app's agents."""
+
+    codes = ("response_not_found",)
+    status = 404
+
+    def __init__(self, response_id: str, param: str | None = None) -> None:
+        super().__init__(
+            f"No response with id '{response_id[:120]}' was found. Use the id a response of this app returned."
+        )
+        self.param = param
 
 
 class WorkflowNotFoundError(AgentHostError):

@@ -91,11 +91,13 @@ def test_the_worker_binds_request_client_and_entity_context_as_intended() -> Non
     report = {entry["name"]: entry for entry in index_with_worker(ROOT)}
 
     health = report.pop("api_health")
+    models = [report.pop("api_openai_models"), report.pop("api_openai_model")]  # they list agents only
     entity = report.pop("conversation_assistant")
     watcher = report.pop("expiry_conversation")
     watch = report.pop("expiry_watch")
 
     assert (health["isHttp"], health["inputs"]) == (True, {"req": "httpTrigger"})
+    assert [(e["isHttp"], e["inputs"]) for e in models] == [(True, {"req": "httpTrigger"})] * 2
     assert (entity["isHttp"], entity["inputs"]) == (False, {"context": "entityTrigger"})
     assert (watcher["isHttp"], watcher["inputs"]) == (False, {"context": "orchestrationTrigger"})
     assert (watch["isHttp"], watch["inputs"]) == (False, {"watch": "activityTrigger", "client": "generic"})

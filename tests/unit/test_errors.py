@@ -69,6 +69,7 @@ EXPECTED_STATUS = {
     "agent_not_found": 404,
     "conversation_not_found": 404,
     "turn_not_found": 404,
+    "response_not_found": 404,
     "workflow_not_found": 404,
     "run_not_found": 404,
     "request_not_found": 404,

@@ -50,6 +50,7 @@ def test_public_api_is_exactly_this() -> None:
         "OfflineChatClient",
         "RequestAnsweredError",
         "RequestNotFoundError",
+        "ResponseNotFoundError",
         "RetentionSettings",
         "RunNotFoundError",
         "StateCapacityExceededError",
