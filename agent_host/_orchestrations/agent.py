@@ -24,7 +24,7 @@ from .._tracing import orchestration_trace_context
 from .._turn_ids import format_turn_id
 from .options import run_options
 from .reply import AgentCall
-from .session import ConversationSession
+from .session import ConversationSession, ConversationSessions
 from .task import AgentTask
 
 # An orchestration's turn id (`_turn_ids.py`): the orchestration's time, this marker, and 20 hex digits of a digest of
@@ -33,7 +33,7 @@ ORCHESTRATION_TURN_MARKER = "o"
 _DIGEST_DIGITS = 20
 
 
-class OrchestrationAgent:
+class OrchestrationAgent(ConversationSessions):
     """A hosted agent, bound to one orchestration's context.
 
     Args:
@@ -63,19 +63,6 @@ class OrchestrationAgent:
             self._context.new_uuid() if session_id is None else _checked_conversation_id(session_id, self._route)
         )
         return ConversationSession(agent_name=self.name, conversation_id=conversation_id)
-
-    def get_session(self, service_session_id: str, *, session_id: str | None = None) -> ConversationSession:
-        """A session that joins the conversation `service_session_id` (the host is the service keeping it).
-
-        Raises:
-            ValueError: the id is not a valid conversation id, or `session_id` names a different one.
-        """
-        if session_id is not None and session_id != service_session_id:
-            raise ValueError(
-                f"get_session({service_session_id!r}, session_id={session_id!r}) names two conversations; "
-                "a hosted conversation has one id: pass it once."
-            )
-        return self.create_session(session_id=service_session_id)
 
     def run(
         self,

@@ -47,7 +47,7 @@ from .._http.requests import IDEMPOTENCY_KEY_PATTERN
 from .._orchestrations.agent import _message_text
 from .._orchestrations.options import WAIT_FOR_RESPONSE, run_options
 from .._orchestrations.reply import AgentCall
-from .._orchestrations.session import ConversationSession
+from .._orchestrations.session import ConversationSession, ConversationSessions
 from .._settings import HostSettings
 from .._turn_options import contents_bytes
 from ._conversation_client import DurableTaskConversationClient
@@ -357,7 +357,7 @@ class Conversation:
         return request
 
 
-class ClientAgent:
+class ClientAgent(ConversationSessions):
     """A hosted agent in agent-framework-durabletask's client shape: `agent.run("...", session=session)` blocks
     until the answer and returns an `AgentResponse`. Made by `AgentClient.get_agent`."""
 
@@ -378,15 +378,6 @@ class ClientAgent:
         conversation_id = secrets.token_hex(16) if session_id is None else session_id
         validate_conversation_id(conversation_id, self._route)
         return ConversationSession(agent_name=self.name, conversation_id=conversation_id)
-
-    def get_session(self, service_session_id: str, *, session_id: str | None = None) -> ConversationSession:
-        """A session that joins the conversation `service_session_id`."""
-        if session_id is not None and session_id != service_session_id:
-            raise ValueError(
-                f"get_session({service_session_id!r}, session_id={session_id!r}) names two conversations; "
-                "a hosted conversation has one id: pass it once."
-            )
-        return self.create_session(session_id=service_session_id)
 
     def run(
         self,

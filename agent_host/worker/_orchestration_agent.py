@@ -21,7 +21,7 @@ from .._orchestrations.agent import _DIGEST_DIGITS, ORCHESTRATION_TURN_MARKER, _
 from .._orchestrations.errors import AgentTurnError
 from .._orchestrations.options import run_options
 from .._orchestrations.reply import AgentCall
-from .._orchestrations.session import ConversationSession
+from .._orchestrations.session import ConversationSession, ConversationSessions
 
 
 class AgentReplyTask(task.CompositeTask[AgentResponse], task.CompletableTask[AgentResponse]):
@@ -52,7 +52,7 @@ class AgentReplyTask(task.CompositeTask[AgentResponse], task.CompletableTask[Age
         self.complete(response)
 
 
-class WorkerOrchestrationAgent:
+class WorkerOrchestrationAgent(ConversationSessions):
     """A hosted agent, bound to one durabletask orchestration's context. Made by `AgentWorker.get_agent`.
 
     Args:
@@ -82,19 +82,6 @@ class WorkerOrchestrationAgent:
         except InvalidRequestError as exc:
             raise ValueError(exc.message) from None
         return ConversationSession(agent_name=self.name, conversation_id=conversation_id)
-
-    def get_session(self, service_session_id: str, *, session_id: str | None = None) -> ConversationSession:
-        """A session that joins the conversation `service_session_id`.
-
-        Raises:
-            ValueError: the id is invalid, or `session_id` names a different one.
-        """
-        if session_id is not None and session_id != service_session_id:
-            raise ValueError(
-                f"get_session({service_session_id!r}, session_id={session_id!r}) names two conversations; "
-                "a hosted conversation has one id: pass it once."
-            )
-        return self.create_session(session_id=service_session_id)
 
     def run(
         self,
