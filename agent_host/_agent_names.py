@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Iterable
 
 from agent_framework import SupportsAgentRun
 
 from ._contract import LONGEST_GENERATED_CONVERSATION_ID, conversation_id_limit
+
+logger = logging.getLogger("agent_host.app")
 
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
@@ -44,3 +48,20 @@ def hosted_agent_name(
             f"Use a name of at most {len(name) - (LONGEST_GENERATED_CONVERSATION_ID - id_limit)} characters."
         )
     return name, id_limit
+
+
+def is_repeated_registration(
+    name: str, agent: SupportsAgentRun, registered: SupportsAgentRun | None, taken: Iterable[str]
+) -> bool:
+    """Whether `add_agent` was called again for the agent `registered` under `name` (ignored, with a warning).
+
+    Raises:
+        ValueError: another agent is registered under the name, in any letter case (entity names are lower-cased).
+    """
+    if registered is agent:
+        logger.warning("Agent %r is already registered; the repeated add_agent call was ignored.", name)
+        return True
+    clash = next((other for other in taken if other.lower() == name.lower()), None)
+    if clash is not None:
+        raise ValueError(f"Agent name {name!r} is registered twice (as {clash!r}); give each agent a unique name.")
+    return False

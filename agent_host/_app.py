@@ -18,7 +18,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from agent_framework import SupportsAgentRun, Workflow
 
-from ._agent_names import entity_name_for, hosted_agent_name
+from ._agent_names import entity_name_for, hosted_agent_name, is_repeated_registration
 from ._approval_ttl import APPROVAL_TTL_OFF, approval_ttl_seconds_of
 from ._clock import SYSTEM_CLOCK, Clock
 from ._contract import AgentRoute
@@ -251,12 +251,8 @@ class AgentFunctionApp(df.DFApp):
             agent, entity_id, durable_task_scheduler=self.settings.durable_task_scheduler
         )
         known = self._entities.get(name)
-        if known is not None and known.agent is agent:
-            logger.warning("Agent %r is already registered; the repeated add_agent call was ignored.", name)
+        if is_repeated_registration(name, agent, known.agent if known else None, self._agent_routes):
             return
-        clash = next((other for other in self._agent_routes if other.lower() == name.lower()), None)
-        if clash is not None:
-            raise ValueError(f"Agent name {name!r} is registered twice (as {clash!r}); give each agent a unique name.")
         retention = retention_from(
             self.settings.retention,
             {"mode": retention_mode, "max_state_bytes": max_state_bytes},

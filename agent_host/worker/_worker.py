@@ -14,7 +14,7 @@ from durabletask import task
 from durabletask.entities import EntityContext
 from durabletask.worker import ConcurrencyOptions, TaskHubGrpcWorker
 
-from .._agent_names import entity_name_for, hosted_agent_name
+from .._agent_names import entity_name_for, hosted_agent_name, is_repeated_registration
 from .._clock import SYSTEM_CLOCK, Clock
 from .._contract import AgentRoute
 from .._conversation.entity import ConversationEntityFunction
@@ -135,12 +135,8 @@ class AgentWorker:
         register_state_types(state_types)
         name, id_limit = hosted_agent_name(agent, entity_id, durable_task_scheduler=self._durable_task_scheduler)
         known = self._entities.get(name)
-        if known is not None and known.agent is agent:
-            logger.warning("Agent %r is already registered; the repeated add_agent call was ignored.", name)
+        if is_repeated_registration(name, agent, known.agent if known else None, self._entities):
             return
-        clash = next((other for other in self._entities if other.lower() == name.lower()), None)
-        if clash is not None:
-            raise ValueError(f"Agent name {name!r} is registered twice (as {clash!r}); give each agent a unique name.")
         retention = retention_from(
             self.settings.retention,
             {"mode": retention_mode, "max_state_bytes": max_state_bytes},
