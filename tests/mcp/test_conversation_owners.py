@@ -180,3 +180,26 @@ def test_a_conversation_stored_before_owners_were_on_is_reached_only_with_the_ad
 
     assert hooked.status == 404 and hooked.json() == ConversationNotFoundError("assistant", "c1").body()
     assert admin.status == 200 and admin.json()["turnCount"] == 1
+
+
+def test_a_retention_change_creates_a_conversation_its_principal_owns(host: RunningHost) -> None:
+    retention = {"mode": "auto", "maxStateBytes": 300000}
+    created = host.request("PUT", f"{CONVERSATIONS}/r1/retention", retention, headers=BOB)
+
+    assert created.status == 200, created.body
+    assert host.request("GET", f"{CONVERSATIONS}/r1", headers=BOB).status == 200
+    other = host.request("GET", f"{CONVERSATIONS}/r1", headers=ALICE)
+    assert other.status == 404 and other.json() == ConversationNotFoundError("assistant", "r1").body()
+
+
+def test_a_deleted_conversation_reads_as_never_existing_to_another_principal(host: RunningHost) -> None:
+    started(host)
+    assert host.request("DELETE", C1, headers=ALICE).status == 204
+
+    owner = host.request("GET", C1, headers=ALICE)
+    other = host.request("GET", C1, headers=BOB)
+    taken = host.request("POST", f"{C1}/turns", {"message": "Mine now?"}, headers=BOB)
+
+    assert owner.json() == ConversationNotFoundError("assistant", "c1", deleted=True).body()
+    assert other.json() == ConversationNotFoundError("assistant", "c1").body()
+    assert taken.status == 404  # the id stays its owner's
