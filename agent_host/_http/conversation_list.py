@@ -2,7 +2,8 @@
 
 Each conversation is an entity of the agent's entity function, so the list is the durable host's entity query of
 that function (`durable_queries.list_entities`). It lists ids only: reading every conversation's state to describe it
-would cost a full read each. Knows the route's contract, not how conversations are stored.
+would cost a full read each; with owners on, the page is read with its states, to keep the caller's own.
+Knows the route's contract, not how conversations are stored.
 """
 
 from __future__ import annotations
