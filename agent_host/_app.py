@@ -47,6 +47,7 @@ from ._mcp import (
     workflow_tool,
 )
 from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
+from ._owners import OwnerHook, owners_of
 from ._published_state import published_entity_name
 from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
@@ -113,6 +114,10 @@ class AgentFunctionApp(df.DFApp):
         import_published: On the first turn here of a conversation agent-framework-azurefunctions kept (its
             `dafx-{agent}` entity under the same id), start from its history (docs/migrating.md). The published
             entity is only read.
+        conversation_owners: Give each conversation an owner, and let a caller reach only its own (another's is 404,
+            a request naming nobody 401): True takes the principal App Service authentication passes
+            (`X-MS-CLIENT-PRINCIPAL-ID`), a callable names it from the request's headers (lower-case names; None
+            for nobody). Requests with the `AGENT_HOST_ADMIN_KEY` key reach every conversation (docs/security.md).
 
     Raises:
         ValueError: an agent has no name, an invalid one, or one already registered for another agent; a workflow
@@ -141,9 +146,11 @@ class AgentFunctionApp(df.DFApp):
         http_streams: bool = False,
         stream_store: TurnStreamStore | None = None,
         import_published: bool = False,
+        conversation_owners: bool | OwnerHook = False,
     ) -> None:
         super().__init__(http_auth_level=http_auth_level)
         self.import_published = import_published
+        self.conversation_owners = owners_of(conversation_owners)
         self.clock = clock
         self.enable_health_check = bool(enable_health_check)
         self.enable_http_endpoints = bool(enable_http_endpoints)
@@ -304,6 +311,7 @@ class AgentFunctionApp(df.DFApp):
             http_enabled=http_enabled,
             mcp_enabled=mcp_enabled,
             published_entity=published_entity_name(name) if self.import_published else None,
+            owners=self.conversation_owners,
         )
         self._agent_routes[name] = route
         if http_enabled:

@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 
 from ._approval_ttl import approval_ttl_problem
 from ._errors import InvalidRequestError
+from ._owners import Owners
 from ._retention_settings import (
     MAX_STATE_BYTES_CEILING,
     MIN_STATE_BYTES,
@@ -88,6 +89,8 @@ class AgentRoute:
     published_entity: str | None = None
     # The longest conversation id the backend can key an entity of this agent by (shorter on the scheduler).
     max_conversation_id_length: int = MAX_CONVERSATION_ID_LENGTH
+    # Who owns the agent's conversations (the app's `conversation_owners`), or None: every caller reaches every one.
+    owners: Owners | None = None
 
 
 def conversation_id_limit(entity_name: str, *, durable_task_scheduler: bool) -> int:
@@ -378,6 +381,9 @@ class RunOperation(BaseModel):
     # The turn's message as contents in core's `Content.to_dict()` form (text, images by URI or data), in place of
     # `message`.
     contents: list[dict[str, Any]] | None = None
+    # The caller's principal (with `conversation_owners` on): a new conversation records it as its owner, and a
+    # conversation owned by another is left untouched.
+    owner: str | None = None
     # The conversation agent-framework-azurefunctions stored under the same id, to start from when nothing is
     # stored here yet (docs/migrating.md): ignored by a conversation that exists, or existed and was deleted.
     imported: ImportedConversation | None = None
@@ -455,6 +461,8 @@ class SetRetentionOperation(ChangeOperation):
     """Input of the entity's `set_retention` operation."""
 
     retention: RetentionChange
+    # As the `run` operation's: a retention change may create the conversation.
+    owner: str | None = None
 
 
 class ExpireOperation(BaseModel):

@@ -159,6 +159,20 @@ class ConversationNotFoundError(AgentHostError):
         )
 
 
+class UnauthenticatedError(AgentHostError):
+    """Conversations have owners, and the request names no principal."""
+
+    codes = ("unauthenticated",)
+    status = 401
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This app's conversations belong to their users, and the request names none. Sign in (App Service "
+            "authentication passes X-MS-CLIENT-PRINCIPAL-ID), or send the identity the app's conversation_owners "
+            "hook reads."
+        )
+
+
 class TurnNotFoundError(AgentHostError):
     """The turn id was never seen in this conversation."""
 

@@ -75,6 +75,7 @@ from .state import (
     EXPIRED_TURNS_KEY,
     IMPORTED_FROM_KEY,
     MESSAGES_KEY,
+    OWNER_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
     SESSION_KEY,
@@ -223,6 +224,14 @@ class ConversationEntityFunction:
             # The key's turn ran and its receipt is gone: the retry reads 410, the model does not run again.
             context.set_result(expired_result(expired))
             return
+        owned = _owned(state, stored_bytes, request.owner)
+        if owned is None:
+            # Another principal's first turn raced this one to a new id: the conversation is not theirs to change.
+            logger.warning(
+                "Turn %s of conversation %s refused: another principal owns it.", turn_id, context.entity_key
+            )
+            return
+        state = owned
         if raw is None and request.imported is not None:
             # Only a conversation never stored here starts from the published host's history: a deleted one left
             # a tombstone, and its next turn starts empty as the deletion asked.
@@ -511,6 +520,8 @@ class ConversationEntityFunction:
             APPLIED_CHANGES_KEY: before.get(APPLIED_CHANGES_KEY, []),
             APPLIED_DELETES_KEY: before.get(APPLIED_DELETES_KEY) or [],
         }
+        if before.get(OWNER_KEY) is not None:
+            tombstone[OWNER_KEY] = before[OWNER_KEY]  # another principal is told of no conversation, not a deleted one
         tombstone = with_applied_delete(tombstone, request.change_id)
         if existed:
             self._delete_streams(context, tombstone[DELETED_KEY]["turns"])
@@ -535,7 +546,13 @@ class ConversationEntityFunction:
     def _set_retention(self, context: df.DurableEntityContext) -> None:
         # Validated here too: the entity is the authority, whoever signals it.
         request = _operation_input(context, SetRetentionOperation)
-        state, _ = self._load_state(context, read_raw_state(context))
+        loaded, stored_bytes = self._load_state(context, read_raw_state(context))
+        state = _owned(loaded, stored_bytes, request.owner)
+        if state is None:
+            logger.warning(
+                "Retention change of conversation %s refused: another principal owns it.", context.entity_key
+            )
+            return
         updated = apply_retention_settings(state, request.retention, self.clock.now_ms())
         updated = with_applied_change(updated, request.change_id)
         write_raw_state(context, encode_state(updated))
@@ -615,6 +632,16 @@ def _removed_turns(state: StoredState) -> list[str]:
     if is_deleted(state):
         return list(state[DELETED_KEY]["turns"])
     return sorted(state.get(TURNS_KEY, {}))
+
+
+def _owned(state: StoredState, stored_bytes: int | None, owner: str | None) -> StoredState | None:
+    """The state an operation by `owner` may change: a new conversation (no stored size) takes `owner` as its owner;
+    a stored one only if `owner` owns it. None when another principal (or nobody) owns it; `owner` None changes any."""
+    if owner is None:
+        return state
+    if stored_bytes is None:
+        return {**state, OWNER_KEY: owner}
+    return state if state.get(OWNER_KEY) == owner else None
 
 
 def _operation_input(context: df.DurableEntityContext, model: type[ModelT]) -> ModelT:

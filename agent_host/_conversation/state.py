@@ -32,6 +32,8 @@ from .._retention_settings import RetentionSettings
 # (`importedFrom`). Older code would refuse either, so the version says so.
 # Version 5: a pending approval (and a receipt's approval request) may have a lifetime (`expiresAt`), and a receipt
 # names the approvals its turn declined because they expired (`expiredApprovals`). Older code would refuse either.
+# A conversation may name its owner (`owner`, with the app's `conversation_owners` on); one without was created
+# before the option was on, or by the admin key (docs/security.md, "Per-user conversations").
 # Versions 1 to 4 are upgraded on read.
 SCHEMA_VERSION: Final = 5
 
@@ -52,6 +54,7 @@ CAPACITY_ERROR_KEY = "capacityError"
 DELETED_KEY = "deleted"
 APPLIED_CHANGES_KEY = "appliedChanges"
 APPLIED_DELETES_KEY = "appliedDeletes"
+OWNER_KEY = "owner"
 # A turn receipt's record of the conversation's stored size when the turn began.
 STATE_BYTES_KEY = "stateBytes"
 # A failed turn's receipt keeps what it was sent (the transcript keeps nothing of a failed turn), this much of it.
@@ -259,6 +262,9 @@ class ConversationState(_StateModel):
     )
     imported_from: ImportNote | None = Field(
         default=None, description="Present when the conversation was imported from agent-framework-azurefunctions."
+    )
+    owner: str | None = Field(
+        default=None, description="The principal whose conversation this is (with `conversation_owners` on)."
     )
 
 

@@ -27,6 +27,7 @@ from .state import (
     FAILED_INPUT_KEY,
     IMPORTED_FROM_KEY,
     MESSAGES_KEY,
+    OWNER_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
     SESSION_KEY,
@@ -171,6 +172,11 @@ class ConversationView:
     def agent_name(self) -> str | None:
         """The conversation's agent, whose name its assistant messages imply."""
         return self._stored.get(AGENT_KEY)
+
+    @property
+    def owner(self) -> str | None:
+        """The principal whose conversation this is, or None (owners off when it was created, or the admin key)."""
+        return self._stored.get(OWNER_KEY)
 
     @property
     def messages(self) -> list[dict[str, Any]]:

@@ -20,7 +20,6 @@ from pydantic import AliasChoices, ConfigDict, Field
 from .._clock import Clock
 from .._contract import AgentRoute, WireModel, parse_model, validate_conversation_id
 from .._conversation.view import ConversationView
-from .._conversation_client.durable_client import DurableConversationClient
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import AgentHostError, InvalidRequestError, MessageTooLargeError, TurnExpiredError
 from .._settings import HostSettings
@@ -34,7 +33,7 @@ from .._streaming.channel import (
     StreamEvent,
 )
 from .event_stream import KEEP_ALIVE, EventStreamResponse
-from .requests import IDEMPOTENCY_KEY_PATTERN, body_text, json_object
+from .requests import IDEMPOTENCY_KEY_PATTERN, body_text, conversation_client, json_object
 from .turn_stream import TurnStreamReader
 
 _RUN_SHAPE = '{"threadId": "c1", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "Hello"}]}'
@@ -120,7 +119,7 @@ async def run_agui(
             f"runId {run.run_id[:80]!r} is invalid: send 1-255 visible ASCII characters, new for each run.",
             code="invalid_run_id",
         )
-    conversations = DurableConversationClient(client, agent)
+    conversations = conversation_client(req, client, agent)
     state = await conversations.read(conversation_id)
     live = state if state is not None and not state.is_deleted else ConversationView.empty()
     turns_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/agui") + f"/conversations/{conversation_id}/turns"

@@ -2,7 +2,8 @@
 
 Each conversation is an entity of the agent's entity function, so the list is the durable host's entity query of
 that function (`durable_queries.list_entities`). It lists ids only: reading every conversation's state to describe it
-would cost a full read each. Knows the route's contract, not how conversations are stored.
+would cost a full read each; with owners on, the page is read with its states, to keep the caller's own.
+Knows the route's contract, not how conversations are stored.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from .._contract import AgentRoute
-from .._errors import AgentNotFoundError
+from .._conversation.state import decode_state
+from .._conversation.view import ConversationView
+from .._conversation_client.owners import caller_of
+from .._errors import AgentHostError, AgentNotFoundError
 from .durable_queries import list_entities
 from .paging import PageQuery
 from .requests import query
@@ -33,13 +37,33 @@ class ConversationListRoute:
         agent = self._agents.get(name)
         if agent is None:
             raise AgentNotFoundError(name[:80], sorted(self._agents))
+        caller = caller_of(agent.owners, req.headers, req.params)
+        owner = caller.owner if caller is not None else None
         page_query = query(req, PageQuery)
         page = await list_entities(
-            client, agent.entity_name, top=page_query.top, continuation_token=page_query.continuation_token
+            client,
+            agent.entity_name,
+            top=page_query.top,
+            continuation_token=page_query.continuation_token,
+            fetch_state=owner is not None,
         )
-        conversations = [_listed(item) for item in page.items if isinstance(item.get("entityId"), dict)]
+        items = [item for item in page.items if isinstance(item.get("entityId"), dict)]
+        if owner is not None:
+            # A page may then hold fewer than `top`: the query cannot filter by owner, so the page is filtered.
+            items = [item for item in items if _owner_of(item.get("state")) == owner]
+        conversations = [_listed(item) for item in items]
         body = {"agent": agent.name, "conversations": conversations, "continuationToken": page.continuation_token}
         return json_response(200, body)
+
+
+def _owner_of(stored: Any) -> str | None:
+    """The owner of a listed conversation's state; None when it has none, or it cannot be read."""
+    if stored is None:
+        return None
+    try:
+        return ConversationView(decode_state(stored)).owner
+    except AgentHostError:
+        return None
 
 
 def _listed(item: dict[str, Any]) -> dict[str, Any]:

@@ -32,18 +32,23 @@ class Page:
 
 
 async def list_entities(
-    client: df.DurableOrchestrationClient, entity_name: str, *, top: int, continuation_token: str | None
+    client: df.DurableOrchestrationClient,
+    entity_name: str,
+    *,
+    top: int,
+    continuation_token: str | None,
+    fetch_state: bool = False,
 ) -> Page:
-    """A page of the entities of one entity function, without their state.
+    """A page of the entities of one entity function, without their state unless `fetch_state`.
 
     Each item is `{"entityId": {"name", "key"}, "lastOperationTime"}` as the extension answers (the local host leaves
-    `lastOperationTime` out: it does not record it).
+    `lastOperationTime` out: it does not record it), and `state` with `fetch_state`.
 
     Raises:
         StorageUnavailableError: the host could not be reached or did not answer with a page.
     """
     path = f"entities/{quote(entity_name.lower(), safe='')}"
-    return await _page(client, path, {"top": top, "fetchState": "false"}, continuation_token)
+    return await _page(client, path, {"top": top, "fetchState": "true" if fetch_state else "false"}, continuation_token)
 
 
 async def list_instances(client: df.DurableOrchestrationClient, *, top: int, continuation_token: str | None) -> Page:

@@ -9,10 +9,14 @@ import json
 import re
 from typing import Any, TypeVar
 
+import azure.durable_functions as df
 import azure.functions as func
 from pydantic import BaseModel
 
-from .._contract import parse_model
+from .._contract import AgentRoute, parse_model
+from .._conversation_client.client import ConversationClient
+from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.owners import for_caller
 from .._errors import InvalidRequestError, MessageTooLargeError, UnsupportedMediaTypeError
 from .event_stream import EVENT_STREAM_MEDIA_TYPE
 
@@ -27,6 +31,17 @@ _BODY_GROWTH = 6
 _BODY_SLACK = 4096
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def conversation_client(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, agent: AgentRoute
+) -> ConversationClient:
+    """The agent's conversations as the request's caller may reach them (every one unless owners are on).
+
+    Raises:
+        UnauthenticatedError: owners are on, and the request names no caller.
+    """
+    return for_caller(DurableConversationClient(client, agent), agent.owners, req.headers, req.params)
 
 
 def media_type(req: func.HttpRequest) -> str:

@@ -27,7 +27,6 @@ from .._contract import (
 )
 from .._conversation.turn_receipts import KEYED_MARKER, key_digest
 from .._conversation.view import ConversationView, TurnView
-from .._conversation_client.durable_client import DurableConversationClient
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentNotFoundError,
@@ -51,6 +50,7 @@ from .requests import (
     TEXT_MEDIA_TYPE,
     accepts_event_stream,
     body_text,
+    conversation_client,
     idempotency_key,
     is_json_type,
     json_body,
@@ -131,7 +131,7 @@ class Routes:
         agent = self._agent(req)
 
         def reader(conversation_id: str, turn_id: str) -> TurnStreamReader:
-            return self._reader(client, agent, conversation_id, turn_id)
+            return self._reader(req, client, agent, conversation_id, turn_id)
 
         return await run_agui(req, client, agent, self._settings, self._clock, reader)
 
@@ -151,14 +151,14 @@ class Routes:
             stream=events or request.stream,
             wait_seconds=wait,
         )
-        outcome = await take_turn(DurableConversationClient(client, agent), ask, self._clock)
+        outcome = await take_turn(conversation_client(req, client, agent), ask, self._clock)
         match outcome:
             case Answered(turn, conversation) | Failed(turn, conversation):
                 if events:  # only a retry of a key settles before it is streamed: it streams the key's turn
-                    return self._turn_events(client, agent, conversation_id, turn.turn_id, turns_url)
+                    return self._turn_events(req, client, agent, conversation_id, turn.turn_id, turns_url)
                 return _turn_response(conversation_id, conversation, turn, f"{turns_url}/{turn.turn_id}")
             case Accepted(turn_id) if events:
-                return self._turn_events(client, agent, conversation_id, turn_id, turns_url)
+                return self._turn_events(req, client, agent, conversation_id, turn_id, turns_url)
             case Accepted(turn_id) | Pending(turn_id):
                 pending_body = render_pending(conversation_id, turn_id)
                 return json_response(202, pending_body, headers={"Location": f"{turns_url}/{turn_id}"})
@@ -169,7 +169,7 @@ class Routes:
         """`GET .../turns/{turnId}`: a turn's result, or that it is still pending."""
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
-        stored = await DurableConversationClient(client, agent).read(conversation_id)
+        stored = await conversation_client(req, client, agent).read(conversation_id)
         await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
         state = stored or ConversationView.empty()
         location = req.url.split("?", 1)[0]
@@ -189,7 +189,7 @@ class Routes:
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
         after = last_event_id(req)
-        reader = self._reader(client, agent, conversation_id, turn_id)
+        reader = self._reader(req, client, agent, conversation_id, turn_id)
         # A turn that cannot be streamed is refused before the stream starts: 404, 410 or 503 as a JSON error.
         state = await reader.conversations.read(conversation_id)
         await self._refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
@@ -199,6 +199,7 @@ class Routes:
 
     def _turn_events(
         self,
+        req: func.HttpRequest,
         client: df.DurableOrchestrationClient,
         agent: AgentRoute,
         conversation_id: str,
@@ -206,14 +207,19 @@ class Routes:
         turns_url: str,
     ) -> EventStreamResponse:
         """A turn request's answer as an event stream: the turn's events from the first."""
-        reader = self._reader(client, agent, conversation_id, turn_id)
+        reader = self._reader(req, client, agent, conversation_id, turn_id)
         return EventStreamResponse(reader.sse(0), headers={"Location": f"{turns_url}/{turn_id}"})
 
     def _reader(
-        self, client: df.DurableOrchestrationClient, agent: AgentRoute, conversation_id: str, turn_id: str
+        self,
+        req: func.HttpRequest,
+        client: df.DurableOrchestrationClient,
+        agent: AgentRoute,
+        conversation_id: str,
+        turn_id: str,
     ) -> TurnStreamReader:
         return TurnStreamReader(
-            conversations=DurableConversationClient(client, agent),
+            conversations=conversation_client(req, client, agent),
             store=self._stream_store(),
             entity_name=agent.entity_name,
             agent_name=agent.name,
@@ -274,7 +280,7 @@ class Routes:
     async def get_conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET .../conversations/{conversationId}`: the conversation's summary."""
         agent, conversation_id = self._target(req)
-        state = await self._existing(agent, conversation_id, client)
+        state = await self._existing(req, agent, conversation_id, client)
         return json_response(200, render_conversation(agent, conversation_id, state, self._clock.now_ms()))
 
     async def delete_conversation(
@@ -285,7 +291,7 @@ class Routes:
         key = idempotency_key(req)
         # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
         change_id = f"{KEYED_MARKER}{key_digest(key)}" if key is not None else secrets.token_hex(8)
-        conversations = DurableConversationClient(client, agent)
+        conversations = conversation_client(req, client, agent)
         state = await conversations.read_for_delete(conversation_id)
         if state is not None and state.has_applied_delete(change_id):
             return self._deleted(agent, conversation_id, state, change_id)  # a retry of a delete that already ran
@@ -313,7 +319,7 @@ class Routes:
         """`GET .../conversations/{conversationId}/messages`: the transcript in conversation order."""
         agent, conversation_id = self._target(req)
         include_excluded = query(req, MessagesQuery).include_excluded
-        state = await self._existing(agent, conversation_id, client)
+        state = await self._existing(req, agent, conversation_id, client)
         messages = [render_message(record, state.agent_name) for record in state.messages]
         if not include_excluded:
             messages = [message for message in messages if not message["excluded"]]
@@ -323,7 +329,7 @@ class Routes:
         """`PUT .../conversations/{conversationId}/retention`: change the conversation's retention."""
         agent, conversation_id = self._target(req)
         retention = json_body(req, RetentionRequest, self._settings.max_message_bytes, _RETENTION_SHAPE).stored()
-        conversations = DurableConversationClient(client, agent)
+        conversations = conversation_client(req, client, agent)
         await conversations.read(conversation_id)  # state that cannot be read is refused (422) before any change
         change_id = secrets.token_hex(8)
         await conversations.signal(
@@ -353,9 +359,9 @@ class Routes:
         return agent, validate_conversation_id(req.route_params.get("conversationId", ""), agent)
 
     async def _existing(
-        self, agent: AgentRoute, conversation_id: str, client: df.DurableOrchestrationClient
+        self, req: func.HttpRequest, agent: AgentRoute, conversation_id: str, client: df.DurableOrchestrationClient
     ) -> ConversationView:
-        state = await DurableConversationClient(client, agent).read(conversation_id)
+        state = await conversation_client(req, client, agent).read(conversation_id)
         if state is None or state.is_deleted:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
         return state

@@ -20,7 +20,6 @@ from pydantic.alias_generators import to_camel
 
 from .._clock import Clock
 from .._contract import AgentRoute, RunRequestBody, parse_model, validate_conversation_id
-from .._conversation_client.durable_client import DurableConversationClient
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     InvalidRequestError,
@@ -30,7 +29,7 @@ from .._errors import (
 from .._settings import HostSettings
 from .._structured_output import response_format_of
 from .rendering import agent_response
-from .requests import JSON_MEDIA_TYPE, body_text, is_json_type, json_object, media_type
+from .requests import JSON_MEDIA_TYPE, body_text, conversation_client, is_json_type, json_object, media_type
 
 SESSION_ID_FIELD = "session_id"
 LEGACY_THREAD_ID_FIELD = "thread_id"
@@ -213,7 +212,7 @@ async def run_compat(
     """Run one turn for a `/run` request and answer in that host's shape, waiting up to `wait_seconds`."""
     request = parse_run_request(req, settings, agent)
     ask = TurnAsk(request.session_id, request.asked(), wait_seconds=wait_seconds if request.wait else None)
-    outcome = await take_turn(DurableConversationClient(client, agent), ask, clock)
+    outcome = await take_turn(conversation_client(req, client, agent), ask, clock)
     turn_id = outcome.turn.turn_id if isinstance(outcome, Answered | Failed) else outcome.turn_id
     agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
     turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"

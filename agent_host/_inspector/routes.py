@@ -15,11 +15,10 @@ import azure.functions as func
 
 from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id
-from .._conversation_client.durable_client import DurableConversationClient
 from .._errors import AgentNotFoundError, ConversationNotFoundError, WorkflowNotFoundError
 from .._http.durable_queries import list_instances
 from .._http.paging import PageQuery
-from .._http.requests import query
+from .._http.requests import conversation_client, query
 from .._http.responses import json_response
 from .._workflows.contract import STATUS_KEY, WAITING_FOR_INPUT, WorkflowRoute
 from .page import inspector_page
@@ -59,7 +58,7 @@ class InspectorRoutes:
         if agent is None:
             raise AgentNotFoundError(name[:80], sorted(self._agents))
         conversation_id = validate_conversation_id(req.route_params.get("conversationId", ""), agent)
-        state = await DurableConversationClient(client, agent).read(conversation_id)
+        state = await conversation_client(req, client, agent).read(conversation_id)
         if state is None:
             raise ConversationNotFoundError(agent.name, conversation_id)
         if state.deleted is not None:  # the tombstone is what the host holds: show it, rather than "not found"

@@ -13,7 +13,7 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import azure.durable_functions as df
@@ -21,6 +21,7 @@ import azure.durable_functions as df
 from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id
 from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.owners import for_caller
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentHostError,
@@ -34,6 +35,7 @@ from .arguments import (
     require_size_within,
     text_argument,
     tool_arguments,
+    transport_headers,
     transport_session,
 )
 from .results import answer_result, error_result, pending_result
@@ -56,12 +58,14 @@ class AgentToolCall:
         session_id: The conversation id (given, derived from the caller's key, or new).
         idempotency_key: The caller's key, or one made up for this call.
         caller_key: Whether the caller chose the key (only then can an earlier call have used it).
+        headers: The headers of the HTTP request the call came in, which name its caller when owners are on.
     """
 
     query: str
     session_id: str
     idempotency_key: str
     caller_key: bool
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def parse_agent_tool_call(context: str, agent_name: str, max_message_bytes: int) -> AgentToolCall:
@@ -94,6 +98,7 @@ def parse_agent_tool_call(context: str, agent_name: str, max_message_bytes: int)
         session_id=session_id,
         idempotency_key=key if key is not None else f"{GENERATED_KEY_PREFIX}{uuid.uuid4().hex}",
         caller_key=key is not None,
+        headers=transport_headers(context),
     )
 
 
@@ -178,7 +183,8 @@ async def _run_turn(
         caller_key=call.caller_key,
         wait_seconds=waited,
     )
-    match await take_turn(DurableConversationClient(client, agent), ask, clock):
+    conversations = for_caller(DurableConversationClient(client, agent), agent.owners, call.headers)
+    match await take_turn(conversations, ask, clock):
         case Answered(turn):
             return answer_result(
                 agent.name, call.session_id, turn.turn_id, turn.text, render_approvals(turn.approval_requests)

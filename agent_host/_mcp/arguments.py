@@ -35,6 +35,20 @@ def transport_session(context: str) -> str | None:
     return session if isinstance(session, str) and session else None
 
 
+def transport_headers(context: str) -> dict[str, str]:
+    """The headers of the HTTP request the call came in (`transport.properties.headers`), empty when not given.
+
+    Raises:
+        InvalidRequestError: as `tool_arguments`.
+    """
+    transport = _context(context).get("transport")
+    properties = transport.get("properties") if isinstance(transport, dict) else None
+    headers = properties.get("headers") if isinstance(properties, dict) else None
+    if not isinstance(headers, dict):
+        return {}
+    return {str(name): value for name, value in headers.items() if isinstance(value, str)}
+
+
 def _context(context: str) -> dict[str, Any]:
     try:
         data = json.loads(context)

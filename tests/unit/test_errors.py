@@ -66,6 +66,7 @@ EXPECTED_STATUS = {
     "invalid_role": 400,
     "invalid_approval_ttl": 400,
     "unknown_approval": 400,
+    "unauthenticated": 401,
     "agent_not_found": 404,
     "conversation_not_found": 404,
     "turn_not_found": 404,

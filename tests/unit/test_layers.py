@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agent_host._published_state",
             "agent_host._contract",
             "agent_host._settings",
+            "agent_host._owners",
             "agent_host._event_loop",
             "agent_host._telemetry",
             "agent_host._tracing",

@@ -66,6 +66,7 @@ def test_public_api_is_exactly_this() -> None:
         "TurnFailedError",
         "TurnNotFoundError",
         "TurnStreamStore",
+        "UnauthenticatedError",
         "UnknownApprovalError",
         "UnsupportedMediaTypeError",
         "WorkflowHitlContext",
