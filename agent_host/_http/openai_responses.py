@@ -26,7 +26,6 @@ from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id, validate_turn_id
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.client import ConversationClient
-from .._conversation_client.durable_client import DurableConversationClient
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentHostError,
@@ -44,7 +43,7 @@ from .._structured_output import response_format_of
 from .._turn_ids import issued_at
 from .._turn_options import chat_options_of
 from .event_stream import KEEP_ALIVE, EventStreamResponse, RouteResponse
-from .requests import body_text, idempotency_key, json_object
+from .requests import body_text, conversation_client, idempotency_key, json_object
 from .responses import json_response
 from .routes import Routes
 from .turn_stream import TurnStreamReader
@@ -248,7 +247,7 @@ class OpenAIResponsesRoutes:
         agent = self._agent(request.model, param="model")
         key = idempotency_key(req)
         payload = self._turn_payload(request)  # checked before anything is read or signalled
-        conversations = DurableConversationClient(client, agent)
+        conversations = conversation_client(req, client, agent)
         conversation_id = await self._conversation_of(request, agent, conversations, key)
         wait = None if request.stream or request.background else float(self._settings.default_wait_seconds)
         ask = TurnAsk(conversation_id, payload, idempotency_key=key, stream=request.stream, wait_seconds=wait)
@@ -258,10 +257,10 @@ class OpenAIResponsesRoutes:
             case Answered(turn, conversation) | Failed(turn, conversation):
                 ref = ResponseRef(agent.name, conversation_id, turn.turn_id)
                 if request.stream:  # only a retry of a key settles before it is streamed: it streams the key's turn
-                    return await self._stream(client, agent, ref, echo)
+                    return await self._stream(req, client, agent, ref, echo)
                 return json_response(200, self._response(ref, turn, conversation, echo))
             case Accepted(turn_id) if request.stream:
-                return await self._stream(client, agent, ResponseRef(agent.name, conversation_id, turn_id), echo)
+                return await self._stream(req, client, agent, ResponseRef(agent.name, conversation_id, turn_id), echo)
             case Accepted(turn_id) | Pending(turn_id):
                 ref = ResponseRef(agent.name, conversation_id, turn_id)
                 previous = request.previous_response_id
@@ -285,7 +284,7 @@ class OpenAIResponsesRoutes:
                 "starting_after",
                 code="invalid_query",
             )
-        reader, state = await self._routes.open_turn(client, agent, ref.conversation_id, ref.turn_id)
+        reader, state = await self._routes.open_turn(req, client, agent, ref.conversation_id, ref.turn_id)
         finished = reader.settled(state)  # the turn was deleted, expired or never seen: 404 or 410
         if stream == "true":
             return self._events(reader, ref, _Echo(), after=int(after))
@@ -307,7 +306,7 @@ class OpenAIResponsesRoutes:
         self,
         request: ResponsesRequest,
         agent: AgentRoute,
-        conversations: DurableConversationClient,
+        conversations: ConversationClient,
         key: str | None,
     ) -> str:
         """The conversation a request continues: its previous response's, the one it names, or a new one.
@@ -397,10 +396,15 @@ class OpenAIResponsesRoutes:
         return body
 
     async def _stream(
-        self, client: df.DurableOrchestrationClient, agent: AgentRoute, ref: ResponseRef, echo: _Echo
+        self,
+        req: func.HttpRequest,
+        client: df.DurableOrchestrationClient,
+        agent: AgentRoute,
+        ref: ResponseRef,
+        echo: _Echo,
     ) -> EventStreamResponse:
         """A turn just taken, as Responses API events from the first."""
-        reader, _ = await self._routes.open_turn(client, agent, ref.conversation_id, ref.turn_id)
+        reader, _ = await self._routes.open_turn(req, client, agent, ref.conversation_id, ref.turn_id)
         return self._events(reader, ref, echo, after=-1)
 
     def _events(self, reader: TurnStreamReader, ref: ResponseRef, echo: _Echo, *, after: int) -> EventStreamResponse:

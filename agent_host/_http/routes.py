@@ -231,7 +231,12 @@ class Routes:
         )
 
     async def open_turn(
-        self, client: df.DurableOrchestrationClient, agent: AgentRoute, conversation_id: str, turn_id: str
+        self,
+        req: func.HttpRequest,
+        client: df.DurableOrchestrationClient,
+        agent: AgentRoute,
+        conversation_id: str,
+        turn_id: str,
     ) -> tuple[TurnStreamReader, ConversationView | None]:
         """A reader of one turn, and its conversation as read now, for a front door that reads turns by id (the
         OpenAI Responses API); `reader.settled(state)` then says whether the turn settled, is pending, or is gone.
@@ -240,7 +245,7 @@ class Routes:
             TurnNotFoundError: the conversation has nothing stored and no turn on its way.
             StorageUnavailableError, StateCorruptError: the conversation could not be read.
         """
-        reader = self._reader(client, agent, conversation_id, turn_id)
+        reader = self._reader(req, client, agent, conversation_id, turn_id)
         state = await reader.conversations.read(conversation_id)
         await self._refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
         return reader, state

@@ -16,6 +16,7 @@ from hosting import RunningHost
 from mcp_harness import call_tool, texts
 
 from agent_host import ConversationNotFoundError, OfflineChatClient
+from agent_host._http.openai_responses import ResponseRef
 
 ADMIN_KEY = "admin-Key-Of-The-Test-777"
 ALICE = {"X-MS-CLIENT-PRINCIPAL-ID": "alice-oid"}
@@ -203,3 +204,26 @@ def test_a_deleted_conversation_reads_as_never_existing_to_another_principal(hos
     assert owner.json() == ConversationNotFoundError("assistant", "c1", deleted=True).body()
     assert other.json() == ConversationNotFoundError("assistant", "c1").body()
     assert taken.status == 404  # the id stays its owner's
+
+
+def test_another_principal_cannot_reach_a_conversation_through_the_openai_responses_api(host: RunningHost) -> None:
+    turn_id = started(host)
+    before = snapshot(host)
+    alices = ResponseRef("assistant", "c1", turn_id).response_id
+    responses = "/api/openai/v1/responses"
+
+    continued = host.request(
+        "POST", responses, {"model": "assistant", "input": "Name?", "conversation": "c1"}, headers=BOB
+    )
+    chained = host.request(
+        "POST", responses, {"model": "assistant", "input": "Name?", "previous_response_id": alices}, headers=BOB
+    )
+    retrieved = host.request("GET", f"{responses}/{alices}", headers=BOB)
+    own = host.request("GET", f"{responses}/{alices}", headers=ALICE)
+    host.wait_idle()
+
+    assert [reply.status for reply in (continued, chained, retrieved)] == [404, 404, 404]
+    assert continued.json()["error"]["code"] == "conversation_not_found"
+    assert retrieved.json()["error"]["code"] == "conversation_not_found"
+    assert own.status == 200 and own.json()["status"] == "completed"
+    assert snapshot(host) == before
