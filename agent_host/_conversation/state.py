@@ -30,8 +30,10 @@ from .._retention_settings import RetentionSettings
 # Version 4: a turn record may say its answer is the structured output the turn asked for (`structured`), so a
 # later read shows its parsed value; a conversation imported from agent-framework-azurefunctions says where from
 # (`importedFrom`). Older code would refuse either, so the version says so.
-# Versions 1 to 3 are upgraded on read.
-SCHEMA_VERSION: Final = 4
+# Version 5: a turn may be cancelled (`status` "cancelled", with `cancel` saying what it kept and whether it ran);
+# older code would refuse that status.
+# Versions 1 to 4 are upgraded on read.
+SCHEMA_VERSION: Final = 5
 
 SCHEMA_VERSION_KEY = "schemaVersion"
 AGENT_KEY = "agent"
@@ -57,6 +59,8 @@ FAILED_INPUT_KEY = "input"
 MAX_FAILED_INPUT_CHARACTERS = 1000
 # A turn receipt's mark that its answer is structured output (JSON that matched the turn's responseFormat).
 STRUCTURED_KEY = "structured"
+# A cancelled turn's receipt: what it kept and whether it had started running.
+CANCEL_KEY = "cancel"
 # Where a conversation's first messages came from when it was imported from agent-framework-azurefunctions.
 IMPORTED_FROM_KEY = "importedFrom"
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
@@ -78,7 +82,7 @@ class MessageRecord(TypedDict):
 class TurnRecordDict(TypedDict):
     """One turn's delivery receipt (see `TurnRecord`)."""
 
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "cancelled"]
     at: int
     messages: NotRequired[list[str | MessageRecord]]
     usage: NotRequired[dict[str, Any]]
@@ -89,6 +93,7 @@ class TurnRecordDict(TypedDict):
     stateBytes: NotRequired[int]
     input: NotRequired[dict[str, Any]]
     structured: NotRequired[bool]
+    cancel: NotRequired[dict[str, Any]]
 
 
 StoredState = dict[str, Any]
@@ -150,10 +155,17 @@ class FailedTurnInput(_StateModel):
     approvals: list[dict[str, Any]] | None = Field(default=None, description="The approval answers it brought.")
 
 
+class CancelRecord(_StateModel):
+    """How a cancelled turn ended: what it kept, and whether it had started running."""
+
+    keep: Literal["partial", "nothing"] = Field(description="Its partial answer (marked `_cancelled`), or nothing.")
+    ran: bool = Field(description="Whether it had started; a turn cancelled while queued never runs.")
+
+
 class TurnRecord(_StateModel):
     """The delivery receipt of one turn: what its caller reads, independent of the transcript."""
 
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "cancelled"]
     idempotency_key: str | None = None
     request_hash: str | None = None
     messages: list[str | StoredMessage] = Field(
@@ -177,6 +189,7 @@ class TurnRecord(_StateModel):
         default=None,
         description="The answer's text is JSON that matched the turn's responseFormat (its parsed value is shown).",
     )
+    cancel: CancelRecord | None = Field(default=None, description="A cancelled turn's outcome.")
     at: int
 
 
@@ -211,7 +224,7 @@ class ImportRecord(_StateModel):
 class ConversationState(_StateModel):
     """Everything one conversation entity stores."""
 
-    schema_version: Literal[4] = SCHEMA_VERSION
+    schema_version: Literal[5] = SCHEMA_VERSION
     agent: str
     conversation_id: str
     created_at: int
@@ -426,11 +439,16 @@ def _upgraded_from_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upgraded_from_v3(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 3 state in version 4's form: the same, as no version 3 record is structured output."""
+    """Version 3 state in version 4's form, then upgraded on: the same, as no version 3 record is structured output."""
+    return _upgraded_from_v4({**data, SCHEMA_VERSION_KEY: 4})
+
+
+def _upgraded_from_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 state in version 5's form: the same, as no version 4 turn was cancelled."""
     return {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
 
 
-_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2, 3: _upgraded_from_v3}
+_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2, 3: _upgraded_from_v3, 4: _upgraded_from_v4}
 
 # Each stored message field and the one type it has when written by this code (None allowed where not required).
 _MESSAGE_TYPES: dict[str, type] = {

@@ -19,7 +19,8 @@ TOOL_RESULT = "tool.result"
 APPROVAL_REQUESTED = "approval.requested"
 TURN_COMPLETED = "turn.completed"
 TURN_FAILED = "turn.failed"
-FINAL_EVENTS = (TURN_COMPLETED, TURN_FAILED)
+TURN_CANCELLED = "turn.cancelled"
+FINAL_EVENTS = (TURN_COMPLETED, TURN_FAILED, TURN_CANCELLED)
 
 
 @dataclass(frozen=True)
