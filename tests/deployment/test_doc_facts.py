@@ -209,6 +209,7 @@ def test_every_turn_body_field_is_documented() -> None:
         "stream",
         "responseFormat",
         "options",
+        "ifBusy",
     ]
     assert [name for name in fields if not re.search(rf"^- `{name}`|\. `{name}`:", turns, flags=re.MULTILINE)] == []
 
