@@ -83,7 +83,8 @@ class StreamingChatClient(ScriptedChatClient):
 
 
 class GatedChatClient(StreamingChatClient):
-    """The scripted model (streaming when asked) whose calls wait until the test opens the gate (or the gate of their message's text).
+    """The scripted model (streaming when asked) whose calls wait until the test opens the gate (or the gate of
+    their message's text).
 
     `self.calls` grows as a call starts, so a test can wait for a call to be in progress.
     """

@@ -65,6 +65,7 @@ def render_turn_records(state: ConversationView) -> list[dict[str, Any]]:
             ("approvalRequests", turn.approval_requests),
             ("error", turn.error),
             ("input", turn.failed_input),
+            ("cancel", turn.cancel),
         ):
             if value:
                 body[field] = value

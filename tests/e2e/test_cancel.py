@@ -7,6 +7,7 @@ does to a conversation with a turn in flight. The model is gated, so each test d
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from chat_clients import GatedChatClient
 from hosting import RunningHost
 
 from agent_host._streaming.sqlite_store import SqliteStreamStore
+from agent_host._streaming.turn_controls import TurnControls
 
 BASE = "/api/agents/assistant/conversations"
 BOOK = 'call book_flight {"city": "Oslo"}'
@@ -47,8 +49,10 @@ def gated(tmp_path: Path) -> Iterator[tuple[RunningHost, GatedChatClient]]:
     client = GatedChatClient()
     store = SqliteStreamStore(tmp_path / "streams.sqlite3")
     running = RunningHost(
-        lambda: build_app(make_agent(client, tools=[book_flight, refund]), stream_store=store), tmp_path / "host"
+        lambda: build_app(make_agent(client, tools=[book_flight, refund]), stream_store=store, inspector=True),
+        tmp_path / "host",
     )
+    running.controls = TurnControls(store, "conversation_assistant", "c1")
     yield running, client
     client.gate.set()
     running.stop()
@@ -67,6 +71,11 @@ def start_turn(running: RunningHost, client: GatedChatClient, body: dict, calls:
     turn_id = running.request("POST", f"{BASE}/c1/turns", {**body, "wait": False}).json()["turnId"]
     wait_for(lambda: len(client.calls) == calls)
     return turn_id
+
+
+def wait_for_cancel_request(running: RunningHost, turn_id: str) -> None:
+    """Wait until a cancel of the turn (a cancel request or an ifBusy post in flight) is stored for it to see."""
+    wait_for(lambda: asyncio.run(running.controls.cancel_requested(turn_id)) is not None)
 
 
 def cancel(running: RunningHost, turn_id: str, body: dict | None = None, **headers: str):
@@ -120,6 +129,7 @@ def test_a_running_turn_stops_before_its_tool_and_keeps_its_partial_answer_marke
     read = running.request("GET", f"{BASE}/c1/turns/{turn}").json()
     stored = messages(running)
     events = stream_events(running, turn)
+    inspected = running.request("GET", "/api/inspector/agents/assistant/conversations/c1").json()["turns"]
 
     assert stopping.status == 202 and stopping.json()["status"] == "cancelling"
     assert booked == [] and len(client.calls) == 1  # no tool call and no second model call
@@ -131,6 +141,7 @@ def test_a_running_turn_stops_before_its_tool_and_keeps_its_partial_answer_marke
     assert all(m["annotations"]["_cancelled"] == "partial" for m in answer)
     assert "_cancelled" not in (stored[0].get("annotations") or {})  # the user's message is not part of the answer
     assert events[-1][0] == "turn.cancelled" and events[-1][1]["status"] == "cancelled"
+    assert (inspected[-1]["status"], inspected[-1]["cancel"]) == ("cancelled", {"keep": "partial", "ran": True})
 
 
 def test_a_running_turn_cancelled_keeping_nothing_leaves_the_conversation_as_it_was(gated) -> None:
@@ -161,7 +172,7 @@ def test_a_cancel_that_waits_answers_200_once_the_turn_stopped(gated) -> None:
 
     with ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(cancel, running, turn)
-        wait_for(lambda: running.request("GET", f"{BASE}/c1/turns/{turn}").status == 202)
+        wait_for_cancel_request(running, turn)
         client.gate.set()
         answered = waiting.result(30)
 
@@ -246,7 +257,7 @@ def test_if_busy_interrupt_stops_the_running_turn_and_the_new_turn_sees_its_part
         interrupting = pool.submit(
             running.request, "POST", f"{BASE}/c1/turns", {"message": "actually, Bergen", "ifBusy": "interrupt"}
         )
-        wait_for(lambda: running.request("GET", f"{BASE}/c1/turns/{first}").status == 202)
+        wait_for_cancel_request(running, first)
         client.gate.set()
         answered = interrupting.result(30)
     read = running.request("GET", f"{BASE}/c1/turns/{first}").json()
@@ -271,7 +282,7 @@ def test_if_busy_rollback_stops_the_running_turn_and_the_new_turn_sees_nothing_o
         replacing = pool.submit(
             running.request, "POST", f"{BASE}/c1/turns", {"message": "actually, Bergen", "ifBusy": "rollback"}
         )
-        wait_for(lambda: running.request("GET", f"{BASE}/c1/turns/{first}").status == 202)
+        wait_for_cancel_request(running, first)
         client.gate.set()
         answered = replacing.result(30)
     read = running.request("GET", f"{BASE}/c1/turns/{first}").json()
@@ -291,7 +302,7 @@ def test_if_busy_interrupt_also_stops_a_queued_turn(gated) -> None:
         interrupting = pool.submit(
             running.request, "POST", f"{BASE}/c1/turns", {"message": "third", "ifBusy": "interrupt"}
         )
-        wait_for(lambda: running.request("GET", f"{BASE}/c1/turns/{queued}").status == 202)
+        wait_for_cancel_request(running, queued)
         client.gate.set()
         answered = interrupting.result(30)
 
@@ -321,7 +332,7 @@ def test_a_rolled_back_turn_that_answered_an_approval_leaves_it_pending(gated) -
     asked = running.request("POST", f"{BASE}/c1/turns", {"message": 'call refund {"order_id": "A17"}'}).json()
     request_id = asked["approvalRequests"][0]["id"]
     client.gate.clear()
-    answering = start_turn(running, client, {"approvals": [{"id": request_id, "approved": True}]}, calls=1)
+    answering = start_turn(running, client, {"approvals": [{"id": request_id, "approved": True}]}, calls=2)
 
     # The approved tool ran before the model was called again; the model call is where the turn is held.
     stopped = cancel(running, answering, {"keep": "nothing", "wait": False})
@@ -330,6 +341,7 @@ def test_a_rolled_back_turn_that_answered_an_approval_leaves_it_pending(gated) -
     conversation = running.request("GET", f"{BASE}/c1").json()
 
     assert stopped.status == 202
+    assert booked == ["refund A17"]  # a tool that ran before the cancel is not undone
     assert running.request("GET", f"{BASE}/c1/turns/{answering}").json()["cancel"]["keep"] == "nothing"
     assert [approval["id"] for approval in conversation["pendingApprovals"]] == [request_id]
 
