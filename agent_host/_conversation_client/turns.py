@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._clock import Clock
-from .._contract import RUN_OPERATION, IfBusy
+from .._contract import RUN_OPERATION, CancelKeep, IfBusy
 from .._conversation.approvals import check_answers
 from .._conversation.turn_records import new_turn_id, request_hash
 from .._conversation.view import ConversationView, TurnView
@@ -176,7 +176,7 @@ async def _settle_busy(in_flight: InFlight, ask: TurnAsk, state: ConversationVie
         return
     if ask.if_busy == "reject":
         raise ConversationBusyError(ask.conversation_id, busy)
-    keep = "partial" if ask.if_busy == "interrupt" else "nothing"
+    keep: CancelKeep = "partial" if ask.if_busy == "interrupt" else "nothing"
     for turn_id in busy:
         await in_flight.controls.request_cancel(turn_id, keep)
 
