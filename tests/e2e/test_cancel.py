@@ -361,3 +361,22 @@ def test_a_cancelled_queued_turn_stays_cancelled_across_a_restart(gated) -> None
     assert after.status == 200 and after.json()["cancel"] == {"keep": "partial", "ran": False}
     assert "second" not in [m.text for call in client.calls for m in call]
     assert busy.status == 200  # nothing in flight after the restart: the cancelled turn is not busy
+
+
+def test_if_busy_reject_refuses_an_approval_answer_while_busy_and_the_approval_stays_answerable(gated) -> None:
+    running, client = gated
+    client.gate.set()
+    asked = running.request("POST", f"{BASE}/c1/turns", {"message": 'call refund {"order_id": "A17"}'}).json()
+    approval = {"id": asked["approvalRequests"][0]["id"], "approved": True}
+    client.gate.clear()
+    start_turn(running, client, {"message": "first"}, calls=2)
+
+    refused = running.request("POST", f"{BASE}/c1/turns", {"approvals": [approval], "ifBusy": "reject"})
+    client.gate.set()
+    running.wait_idle()
+    pending = running.request("GET", f"{BASE}/c1").json()["pendingApprovals"]
+    answered = running.request("POST", f"{BASE}/c1/turns", {"approvals": [approval], "ifBusy": "reject"})
+
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
+    assert [request["id"] for request in pending] == [approval["id"]]
+    assert answered.status == 200 and booked == ["refund A17"]
