@@ -20,6 +20,8 @@ STREAM = stream_key("conversation_assistant", "c1", "t1")
 def event_streams(keys) -> list[str]:
     """The turns' event streams among stream keys, without the turn controls beside them (`turn_controls.py`)."""
     return sorted(key for key in keys if "." not in key.rsplit("/", 1)[1])
+
+
 TIMES = ("at", "createdAt", "updatedAt")
 
 
