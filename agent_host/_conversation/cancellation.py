@@ -58,10 +58,13 @@ class TurnCancellation:
     controls: TurnControls
     turn_id: str
     keep: CancelKeep | None = field(default=None, init=False)
+    started_before: bool = field(default=False, init=False)
 
     async def start(self) -> CancelKeep | None:
         """Mark the turn running, then read whether it was cancelled while queued (the request is read after the mark,
-        so a trigger that does not see the mark knows the turn will see its request and never run)."""
+        so a trigger that does not see the mark knows the turn will see its request and never run). A turn marked
+        before this attempt (redelivered after a crash) `started_before`."""
+        self.started_before = await self.controls.is_running(self.turn_id)
         await self.controls.mark_running(self.turn_id)
         return await self.check()
 

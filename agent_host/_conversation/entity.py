@@ -207,8 +207,8 @@ class ConversationEntity:
         streamed = self._streamed_turn(context, request)
         cancellation = self._cancellation(context, turn_id)
         if cancellation is not None and cancellation.keep is not None:
-            # Cancelled while it was queued: it never runs (docs/exactly-once.md, "Cancelling a turn").
-            record = cancelled_record(self.clock.now_ms(), cancellation.keep, ran=False)
+            # Cancelled before this attempt: it does not run (again, after a crash; docs/exactly-once.md).
+            record = cancelled_record(self.clock.now_ms(), cancellation.keep, ran=cancellation.started_before)
             committed = self._with_record(copy.copy(state), request, record, stored_bytes)
         else:
             committed = self.run_turn(

@@ -18,6 +18,7 @@ import pytest
 from agent_framework import tool
 from apps import build_app, make_agent
 from chat_clients import GatedChatClient
+from faults import crash_before_entity_commit
 from hosting import RunningHost
 
 from agent_host._streaming.sqlite_store import SqliteStreamStore
@@ -380,3 +381,21 @@ def test_if_busy_reject_refuses_an_approval_answer_while_busy_and_the_approval_s
     assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
     assert [request["id"] for request in pending] == [approval["id"]]
     assert answered.status == 200 and booked == ["refund A17"]
+
+
+def test_a_turn_cancelled_while_running_is_not_run_again_after_a_crash_before_its_commit(gated) -> None:
+    running, client = gated
+    crashes = [True]
+    crash_before_entity_commit(running.host.scheduler, lambda name, key, batch: bool(crashes and crashes.pop()))
+    turn = start_turn(running, client, {"message": BOOK}, calls=1)
+
+    stopping = cancel(running, turn, {"wait": False})
+    client.gate.set()
+    running.wait_idle()
+    read = running.request("GET", f"{BASE}/c1/turns/{turn}").json()
+
+    assert stopping.status == 202 and crashes == []
+    # Its first attempt stopped before the tool and was lost with the crash; the redelivered one did not run at all.
+    assert len(client.calls) == 1 and booked == []
+    assert read["status"] == "cancelled" and read["cancel"] == {"keep": "partial", "ran": True}
+    assert read["messages"] == []
