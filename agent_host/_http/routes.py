@@ -6,6 +6,7 @@ Handlers raise `AgentHostError`s; the app's route table (`route_table.py`) serve
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any, cast
@@ -132,7 +133,9 @@ class Routes:
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
-        return await run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait)
+        agent = self._agent(req)
+        in_flight = functools.partial(self._in_flight, agent)
+        return await run_compat(req, client, agent, self._settings, self._clock, self._run_wait, in_flight)
 
     async def post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""

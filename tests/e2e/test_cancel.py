@@ -399,3 +399,16 @@ def test_a_turn_cancelled_while_running_is_not_run_again_after_a_crash_before_it
     assert len(client.calls) == 1 and booked == []
     assert read["status"] == "cancelled" and read["cancel"] == {"keep": "partial", "ran": True}
     assert read["messages"] == []
+
+
+def test_a_turn_started_through_the_run_route_is_in_flight_for_if_busy(gated) -> None:
+    running, client = gated
+    running.request(
+        "POST", "/api/agents/assistant/run", {"message": "first", "session_id": "c1", "wait_for_response": False}
+    )
+    wait_for(lambda: len(client.calls) == 1)
+
+    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": "reject"})
+    client.gate.set()
+
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
