@@ -77,6 +77,7 @@ class TurnControls:
             if written and written[0].data.get("turnId") == turn_id:
                 return
             next_id += 1  # another trigger took that id first
+        raise RuntimeError(f"turn {turn_id} lost {_MAX_ACCEPT_ATTEMPTS} races for an id in stream {stream!r}")
 
     async def recent_accepted(self) -> list[str]:
         """The latest accepted turns, oldest first."""
