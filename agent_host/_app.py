@@ -458,6 +458,9 @@ class AgentFunctionApp(df.DFApp):
             HttpRoute("api_turns", f"{conversation}/turns", {"POST": conversations.post_turn}),
             HttpRoute("api_turn", f"{conversation}/turns/{{turnId}}", {"GET": conversations.get_turn}),
             HttpRoute(
+                "api_turn_cancel", f"{conversation}/turns/{{turnId}}/cancel", {"POST": conversations.cancel_turn}
+            ),
+            HttpRoute(
                 "api_turn_stream", f"{conversation}/turns/{{turnId}}/stream", {"GET": conversations.get_turn_stream}
             ),
             HttpRoute(

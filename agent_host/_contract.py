@@ -65,7 +65,15 @@ DELETE_OPERATION = "delete"
 SET_RETENTION_OPERATION = "set_retention"
 # Only the conversation's expiry orchestration calls this one (docs/retention.md, "Idle conversations expire").
 EXPIRE_OPERATION = "expire_if_idle"
-ENTITY_OPERATIONS = (RUN_OPERATION, DELETE_OPERATION, SET_RETENTION_OPERATION, EXPIRE_OPERATION)
+CANCEL_OPERATION = "cancel"
+ENTITY_OPERATIONS = (RUN_OPERATION, DELETE_OPERATION, SET_RETENTION_OPERATION, EXPIRE_OPERATION, CANCEL_OPERATION)
+
+CancelKeep = Literal["partial", "nothing"]
+"""What a cancelled turn that already ran keeps: its partial answer (marked), or nothing at all."""
+CANCEL_KEEPS: tuple[CancelKeep, ...] = ("partial", "nothing")
+IfBusy = Literal["enqueue", "reject", "interrupt", "rollback"]
+"""What a new turn does to a conversation that has a turn in flight (`POST .../turns`, `ifBusy`)."""
+IF_BUSY_MODES: tuple[IfBusy, ...] = ("enqueue", "reject", "interrupt", "rollback")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -186,6 +194,17 @@ def _check_approval_ttl(value: float | None) -> float | None:
     return value
 
 
+def _one_of(allowed: tuple[str, ...], name: str) -> Any:
+    """A validator refusing a value outside `allowed` with a message that lists them."""
+
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}")
+        return value
+
+    return check
+
+
 def _check_response_format(value: dict[str, Any] | None) -> dict[str, Any] | None:
     """A response format as core's chat-style form, checked (`_structured_output.response_format_of`)."""
     return None if value is None else response_format_of(value)
@@ -204,11 +223,13 @@ class TurnRequest(WireModel):
         "options": "invalid_options",
         "contents": "invalid_contents",
         "approvalTtlSeconds": "invalid_approval_ttl",
+        "ifBusy": "invalid_request",
     }
     shape = (
         '{"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
         '"timeoutSeconds": number, "stream": boolean, "contents": [{"type": "text" | "uri" | "data", ...}], '
-        '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}, "approvalTtlSeconds": number}'
+        '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}, "approvalTtlSeconds": number, '
+        '"ifBusy": "enqueue" | "reject" | "interrupt" | "rollback"}'
     )
 
     message: StrictStr | None = None
@@ -227,10 +248,13 @@ class TurnRequest(WireModel):
     # How long the tool approvals this turn asks for wait for their answer (0: until answered); the agent's
     # `approval_ttl` otherwise.
     approval_ttl_seconds: StrictInt | StrictFloat | None = None
+    # What the turn does to a turn of the conversation still in flight (docs/http.md).
+    if_busy: StrictStr = "enqueue"
 
     _timeout = field_validator("timeout_seconds")(_check_timeout)
     _response_format = field_validator("response_format")(_check_response_format)
     _approval_ttl = field_validator("approval_ttl_seconds")(_check_approval_ttl)
+    _if_busy = field_validator("if_busy")(_one_of(IF_BUSY_MODES, "ifBusy"))
 
     @field_validator("options")
     @classmethod
@@ -275,6 +299,20 @@ class TurnRequest(WireModel):
                 '({"approvals": [{"id": "...", "approved": true}]})'
             )
         return self
+
+
+class CancelRequest(WireModel):
+    """Body of `POST .../turns/{turnId}/cancel` (optional): what a running turn keeps, and how long to wait."""
+
+    field_codes = {"keep": "invalid_request", "timeoutSeconds": "invalid_timeout"}
+    shape = '{"keep": "partial" | "nothing", "wait": boolean, "timeoutSeconds": number}'
+
+    keep: StrictStr = "partial"
+    wait: StrictBool = True
+    timeout_seconds: StrictInt | StrictFloat | None = None
+
+    _timeout = field_validator("timeout_seconds")(_check_timeout)
+    _keep = field_validator("keep")(_one_of(CANCEL_KEEPS, "keep"))
 
 
 class TurnQuery(WireModel):
@@ -440,7 +478,7 @@ class RunReply(BaseModel):
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
 
     turn_id: str
-    status: Literal["completed", "failed", "expired"]
+    status: Literal["completed", "failed", "cancelled", "expired"]
     duplicate: bool = False
     at: int | None = None
     messages: list[dict[str, Any]] | None = None
@@ -455,6 +493,15 @@ class ChangeOperation(BaseModel):
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
 
     change_id: str = Field(pattern=CHANGE_ID_PATTERN)
+
+
+class CancelOperation(BaseModel):
+    """Input of the entity's `cancel` operation: the turn, and what it keeps if it ran."""
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
+
+    turn_id: str = Field(pattern=f"^{TURN_ID_PATTERN.pattern}$")
+    keep: CancelKeep = "partial"
 
 
 class SetRetentionOperation(ChangeOperation):

@@ -15,6 +15,8 @@ AgentHostError                      500  internal_error: anything unexpected (de
  ├── RequestAnsweredError           409  the run's request was already answered
  ├── ApprovalAnsweredError          409  the tool approval was already answered
  ├── ApprovalExpiredError           409  the tool approval's lifetime passed; it was declined
+ ├── TurnFinishedError              409  a cancel named a turn that already finished
+ ├── ConversationBusyError          409  ifBusy reject: another turn of the conversation is in flight
  ├── TurnExpiredError               410  the turn ran, but its result is no longer kept
  ├── MessageTooLargeError           413  the message or body is over the configured size limit
  ├── UnsupportedMediaTypeError      415  the body's media type is not one the route takes
@@ -120,6 +122,7 @@ class InvalidRequestError(AgentHostError):
         "invalid_contents",
         "invalid_role",
         "invalid_approval_ttl",
+        "invalid_request",
     )
     status = 400
 
@@ -292,6 +295,34 @@ class IdempotencyConflictError(AgentHostError):
             f"Idempotency-Key {key!r} was already used for {original} with a different request. "
             "Use a new key for a new request."
         )
+
+
+class TurnFinishedError(AgentHostError):
+    """A cancel named a turn that already finished: nothing is left to stop."""
+
+    codes = ("turn_finished",)
+    status = 409
+
+    def __init__(self, conversation_id: str, turn_id: str, status: str) -> None:
+        super().__init__(
+            f"Turn '{turn_id}' of conversation '{conversation_id}' already finished ({status}); there is nothing to "
+            "cancel. Read the turn for its answer."
+        )
+        self.fields = {"conversationId": conversation_id, "turnId": turn_id, "status": status}
+
+
+class ConversationBusyError(AgentHostError):
+    """A turn asked `ifBusy: reject` while another turn of the conversation is in flight; nothing was stored."""
+
+    codes = ("conversation_busy",)
+    status = 409
+
+    def __init__(self, conversation_id: str, turn_ids: list[str]) -> None:
+        super().__init__(
+            f"Conversation '{conversation_id}' is busy with turn {', '.join(repr(t) for t in turn_ids)}; nothing was "
+            'stored. Wait for it, cancel it, or send "ifBusy": "enqueue", "interrupt" or "rollback".'
+        )
+        self.fields = {"conversationId": conversation_id, "busyWith": turn_ids[0]}
 
 
 class TurnExpiredError(AgentHostError):

@@ -42,7 +42,7 @@ class TurnTelemetry:
             description="Turns refused or flagged because a conversation is over its byte budget.",
         )
 
-    def record_receipt(
+    def record_turn(
         self,
         *,
         agent: str,

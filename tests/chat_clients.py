@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -79,6 +80,27 @@ class StreamingChatClient(ScriptedChatClient):
         if not stream:
             return response
         return word_by_word(response)
+
+
+class GatedChatClient(StreamingChatClient):
+    """The scripted model (streaming when asked) whose calls wait until the test opens the gate (or the gate of
+    their message's text).
+
+    `self.calls` grows as a call starts, so a test can wait for a call to be in progress.
+    """
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.gates: dict[str, threading.Event] = {}
+        super().__init__(self._answer)
+
+    def hold(self, text: str) -> threading.Event:
+        self.gates[text] = threading.Event()
+        return self.gates[text]
+
+    def _answer(self, messages: list[Message], options: Mapping[str, Any]) -> Message:
+        self.gates.get(messages[-1].text or "", self.gate).wait(10)
+        return default_reply(messages, len(self.calls))
 
 
 class MidStreamFailingChatClient(ScriptedChatClient):

@@ -19,11 +19,13 @@ from pydantic import BaseModel
 from .._approval_ttl import APPROVAL_TTL_OFF
 from .._clock import SYSTEM_CLOCK, Clock
 from .._contract import (
+    CANCEL_OPERATION,
     DELETE_OPERATION,
     ENTITY_OPERATIONS,
     EXPIRE_OPERATION,
     RUN_OPERATION,
     SET_RETENTION_OPERATION,
+    CancelOperation,
     ChangeOperation,
     ExpireOperation,
     ImportedConversation,
@@ -38,6 +40,7 @@ from .._records import message_to_record
 from .._retention_settings import RetentionSettings
 from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from .._streaming.channel import TurnStreamStore, stream_key
+from .._streaming.turn_controls import TurnControls
 from .._structured_output import structured_value
 from .._telemetry import telemetry
 from .._tracing import TURN_ID_ATTRIBUTE, operation_span
@@ -51,6 +54,7 @@ from .approvals import (
     public_view,
     remaining_after,
 )
+from .cancellation import TurnCancellation, TurnCancelledError
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import (
     BUFFER_KEY,
@@ -100,10 +104,12 @@ from .turn_failures import describe_failure
 from .turn_receipts import (
     DEFAULT_MAX_TURN_RECORDS,
     DEFAULT_TURN_RECORD_TTL_SECONDS,
+    cancelled_receipt,
     completed_receipt,
     expired_keyed_turn,
     failed_receipt,
     find_keyed_turn,
+    find_turn,
     keep_delivered_answers,
     record_receipt,
 )
@@ -182,6 +188,8 @@ class ConversationEntityFunction:
             self._set_retention(context)
         elif operation == EXPIRE_OPERATION:
             self._expire(context)
+        elif operation == CANCEL_OPERATION:
+            self._cancel(context)
         else:
             raise InvalidRequestError(
                 f"Unknown entity operation '{operation}'; expected one of {', '.join(ENTITY_OPERATIONS)}.",
@@ -238,7 +246,20 @@ class ConversationEntityFunction:
             state = self._with_imported(state, request.imported)
         started = time.perf_counter()
         streamed = self._streamed_turn(context, request)
-        committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes, streamed=streamed)
+        cancellation = self._cancellation(context, turn_id)
+        if cancellation is not None and cancellation.keep is not None:
+            # Cancelled before this attempt: it does not run (again, after a crash; docs/exactly-once.md).
+            record = cancelled_receipt(self.clock.now_ms(), cancellation.keep, ran=cancellation.started_before)
+            committed = self._with_record(copy.copy(state), request, record, stored_bytes)
+        else:
+            committed = self.run_turn(
+                state,
+                context.entity_key,
+                request,
+                stored_bytes=stored_bytes,
+                streamed=streamed,
+                cancellation=cancellation,
+            )
         committed, text = retain_after_turn(
             committed,
             committed[TURNS_KEY][turn_id],
@@ -284,13 +305,32 @@ class ConversationEntityFunction:
             ),
         )
 
-    def _delete_streams(self, context: df.DurableEntityContext, turn_ids: Iterable[str]) -> None:
-        """Delete the streams of turns whose receipts are gone; best effort, as a missing stream is replayed from
-        its receipt and a stream without a receipt is never read."""
-        streams = [stream_key(context.entity_name, context.entity_key, turn_id) for turn_id in sorted(turn_ids)]
-        store = self.stream_store() if streams and self.stream_store is not None else None
+    def _cancellation(self, context: df.DurableEntityContext, turn_id: str) -> TurnCancellation | None:
+        """The turn's cancel checks, started (`keep` set when it was cancelled while queued); None without a store,
+        or when the store cannot be reached: the turn then runs as one nobody can cancel (logged)."""
+        store = self.stream_store() if self.stream_store is not None else None
+        if store is None:
+            return None
+        cancellation = TurnCancellation(TurnControls(store, context.entity_name, context.entity_key), turn_id)
+        try:
+            AGENT_LOOP.run(cancellation.start(), timeout=STREAM_DELETE_TIMEOUT_SECONDS)
+        except Exception as exc:
+            logger.warning("Turn %s cannot be cancelled: its store failed: %s", turn_id, f"{exc}"[:300])
+            return None
+        return cancellation
+
+    def _delete_streams(
+        self, context: df.DurableEntityContext, turn_ids: Iterable[str], *, conversation: bool = False
+    ) -> None:
+        """Delete the streams of turns whose receipts are gone, and their controls (the conversation's own with it);
+        best effort, as a missing stream is replayed from its receipt and a stream without a receipt is never read."""
+        ordered = sorted(turn_ids)
+        streams = [stream_key(context.entity_name, context.entity_key, turn_id) for turn_id in ordered]
+        store = self.stream_store() if (streams or conversation) and self.stream_store is not None else None
         if store is None:
             return
+        controls = TurnControls(store, context.entity_name, context.entity_key)
+        streams += controls.turn_streams(ordered) + (controls.conversation_streams() if conversation else [])
         try:
             AGENT_LOOP.run(store.delete(streams), timeout=STREAM_DELETE_TIMEOUT_SECONDS)
         except Exception as exc:
@@ -318,7 +358,7 @@ class ConversationEntityFunction:
 
         new_capacity_error = after.get(CAPACITY_ERROR_KEY) if not before.get(CAPACITY_ERROR_KEY) else None
         error = record.get("error") or new_capacity_error
-        telemetry().record_receipt(
+        telemetry().record_turn(
             agent=self.agent_name,
             conversation_id=conversation_id,
             turn_id=turn_id,
@@ -338,17 +378,25 @@ class ConversationEntityFunction:
         *,
         stored_bytes: int | None = None,
         streamed: StreamedTurn | None = None,
+        cancellation: TurnCancellation | None = None,
     ) -> StoredState:
         """Run one turn against a copy of `state` and return the new state (with its turn record).
 
         `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it;
-        `streamed` says who watches the turn run (it then runs streaming), when anybody does.
+        `streamed` says who watches the turn run (it then runs streaming), when anybody does; `cancellation` stops
+        it at a step boundary once it is cancelled.
         """
         # Approvals past their lifetime are declined by this turn, as the caller would decline them; a turn that
         # fails keeps nothing, so they stay pending (and expired) for the next one.
         lapsed = lapsed_approvals(state.get(PENDING_APPROVALS_KEY, []), self.clock.now_ms())
         try:
-            response, new = self._run_agent(copy.copy(state), conversation_id, request, stored_bytes, streamed, lapsed)
+            response, new = self._run_agent(
+                copy.copy(state), conversation_id, request, stored_bytes, streamed, lapsed, cancellation
+            )
+        except TurnCancelledError:
+            # Cancelled, keeping nothing: as with a failure, the receipt is the only change.
+            record = cancelled_receipt(self.clock.now_ms(), "nothing", ran=True)
+            new = copy.copy(state)
         except Exception as exc:
             # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
             error = self._turn_error(exc, conversation_id, request.turn_id)
@@ -373,6 +421,14 @@ class ConversationEntityFunction:
                     record[STRUCTURED_KEY] = True
             if lapsed:
                 record[EXPIRED_APPROVALS_KEY] = public_view(lapsed)
+            if cancellation is not None and cancellation.keep is not None:
+                record = cancelled_receipt(self.clock.now_ms(), cancellation.keep, ran=True, kept=record)
+        return self._with_record(new, request, record, stored_bytes)
+
+    def _with_record(
+        self, new: StoredState, request: RunOperation, record: dict[str, Any], stored_bytes: int | None
+    ) -> StoredState:
+        """`new` with the turn's receipt recorded (bounded by count and age)."""
         if request.idempotency_key:
             record.update(idempotencyKey=request.idempotency_key, requestHash=request.request_hash)
         if stored_bytes is not None:
@@ -412,6 +468,7 @@ class ConversationEntityFunction:
         stored_bytes: int | None,
         streamed: StreamedTurn | None,
         lapsed: list[dict[str, Any]],
+        cancellation: TurnCancellation | None = None,
     ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = [answer.model_dump() for answer in request.approvals]
@@ -427,6 +484,8 @@ class ConversationEntityFunction:
         state = make_room_for_turn(state, {MESSAGES_KEY: incoming}, self._receipts(None), stored_bytes)
 
         agent = self._agent_copy(tools=request.enable_tool_calls)
+        if cancellation is not None:
+            cancellation.install(agent)
         session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get(SESSION_KEY))
         durable = self.plan.durable
         stored: list[dict[str, Any]] = state.get(MESSAGES_KEY, [])
@@ -442,6 +501,10 @@ class ConversationEntityFunction:
             else streamed.run(agent, inputs, session=session, **options)
         )
         response = AGENT_LOOP.run(run, timeout=self.run_timeout_seconds)
+        if cancellation is not None:
+            # The commit is the last step boundary: a cancel that arrived during the last step stops the turn here.
+            AGENT_LOOP.run(cancellation.check(), timeout=STREAM_DELETE_TIMEOUT_SECONDS)
+            cancellation.settle(response)
         now = self.clock.now_ms()
         # A request's lifetime starts when the caller is told of it: when the run that asked ends.
         ttl = self.approval_ttl_seconds if request.approval_ttl_seconds is None else request.approval_ttl_seconds
@@ -524,7 +587,7 @@ class ConversationEntityFunction:
             tombstone[OWNER_KEY] = before[OWNER_KEY]  # another principal is told of no conversation, not a deleted one
         tombstone = with_applied_delete(tombstone, request.change_id)
         if existed:
-            self._delete_streams(context, tombstone[DELETED_KEY]["turns"])
+            self._delete_streams(context, tombstone[DELETED_KEY]["turns"], conversation=True)
         write_raw_state(context, encode_state(tombstone))
         context.set_result({"deleted": True})
 
@@ -542,6 +605,25 @@ class ConversationEntityFunction:
         context.set_result(verdict.result())
         if raw is None:
             context.destruct_on_exit()  # a result marks the entity as existing: a check must not create one
+
+    def _cancel(self, context: df.DurableEntityContext) -> None:
+        """Record a turn that has not arrived as cancelled, so it never runs when it does; answer the status of one
+        that has. Signals from different callers may arrive out of order, so a cancel can overtake its turn."""
+        request = _operation_input(context, CancelOperation)
+        raw = read_raw_state(context)
+        stored = decode_state(raw) if raw is not None else None
+        if stored is not None and is_deleted(stored) and request.turn_id in stored[DELETED_KEY]["turns"]:
+            context.set_result({"turnId": request.turn_id, "status": "deleted"})
+            return
+        state, stored_bytes = self._load_state(context, raw)
+        known = find_turn(state, request.turn_id)[1]
+        if known is not None or request.turn_id in state.get(EXPIRED_TURNS_KEY, ()):
+            context.set_result({"turnId": request.turn_id, "status": known["status"] if known else "expired"})
+            return
+        record = cancelled_receipt(self.clock.now_ms(), request.keep, ran=False)
+        committed = self._with_record(copy.copy(state), RunOperation(turn_id=request.turn_id), record, stored_bytes)
+        write_raw_state(context, encode_state(committed))
+        context.set_result({"turnId": request.turn_id, "status": "cancelled"})
 
     def _set_retention(self, context: df.DurableEntityContext) -> None:
         # Validated here too: the entity is the authority, whoever signals it.

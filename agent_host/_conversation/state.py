@@ -34,6 +34,7 @@ from .._retention_settings import RetentionSettings
 # names the approvals its turn declined because they expired (`expiredApprovals`). Older code would refuse either.
 # A conversation may name its owner (`owner`, with the app's `conversation_owners` on); one without was created
 # before the option was on, or by the admin key (docs/security.md, "Per-user conversations").
+# A turn may be cancelled (`status` "cancelled", with `cancel` saying what it kept and whether it ran).
 # Versions 1 to 4 are upgraded on read.
 SCHEMA_VERSION: Final = 5
 
@@ -62,6 +63,8 @@ FAILED_INPUT_KEY = "input"
 MAX_FAILED_INPUT_CHARACTERS = 1000
 # A turn receipt's mark that its answer is structured output (JSON that matched the turn's responseFormat).
 STRUCTURED_KEY = "structured"
+# A cancelled turn's receipt: what it kept and whether it had started running.
+CANCEL_KEY = "cancel"
 # Where a conversation's first messages came from when it was imported from agent-framework-azurefunctions.
 IMPORTED_FROM_KEY = "importedFrom"
 # When a pending approval stops waiting for its answer (ms since the epoch), and a receipt's approvals declined so.
@@ -86,7 +89,7 @@ class MessageRecord(TypedDict):
 class TurnReceiptDict(TypedDict):
     """One turn's delivery receipt (see `TurnReceipt`)."""
 
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "cancelled"]
     at: int
     messages: NotRequired[list[str | MessageRecord]]
     usage: NotRequired[dict[str, Any]]
@@ -98,6 +101,7 @@ class TurnReceiptDict(TypedDict):
     input: NotRequired[dict[str, Any]]
     structured: NotRequired[bool]
     expiredApprovals: NotRequired[list[dict[str, Any]]]
+    cancel: NotRequired[dict[str, Any]]
 
 
 StoredState = dict[str, Any]
@@ -163,10 +167,17 @@ class FailedTurnInput(_StateModel):
     approvals: list[dict[str, Any]] | None = Field(default=None, description="The approval answers it brought.")
 
 
+class CancelNote(_StateModel):
+    """How a cancelled turn ended: what it kept, and whether it had started running."""
+
+    keep: Literal["partial", "nothing"] = Field(description="Its partial answer (marked `_cancelled`), or nothing.")
+    ran: bool = Field(description="Whether it had started; a turn cancelled while queued never runs.")
+
+
 class TurnReceipt(_StateModel):
     """The delivery receipt of one turn: what its caller reads, independent of the transcript."""
 
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "cancelled"]
     idempotency_key: str | None = None
     request_hash: str | None = None
     messages: list[str | StoredMessage] = Field(
@@ -193,6 +204,7 @@ class TurnReceipt(_StateModel):
     expired_approvals: list[ApprovalRequest] | None = Field(
         default=None, description="Approvals the turn declined because their lifetime had passed (`expiresAt`)."
     )
+    cancel: CancelNote | None = Field(default=None, description="A cancelled turn's outcome.")
     at: int
 
 
@@ -450,7 +462,8 @@ def _upgraded_from_v3(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upgraded_from_v4(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 4 state in version 5's form: the same, as no version 4 approval has a lifetime."""
+    """Version 4 state in version 5's form: the same, as no version 4 approval has a lifetime and no version 4 turn
+    was cancelled."""
     return {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
 
 

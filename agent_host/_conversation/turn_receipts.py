@@ -21,6 +21,7 @@ from .._records import message_text, message_to_record
 from .._turn_ids import TURN_TIME_DIGITS, format_turn_id
 from .approvals import pending_from_response, public_view
 from .state import (
+    CANCEL_KEY,
     EXPIRED_TURNS_KEY,
     FAILED_INPUT_KEY,
     MAX_FAILED_INPUT_CHARACTERS,
@@ -101,6 +102,12 @@ def failed_receipt(
     if sent:
         record[FAILED_INPUT_KEY] = sent
     return record
+
+
+def cancelled_receipt(now_ms: int, keep: str, *, ran: bool, kept: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The delivery record of a cancelled turn: what it kept (`kept`, the completed record of its partial answer, when
+    it keeps one) and whether it had started."""
+    return {**(kept or {"at": now_ms}), "status": "cancelled", CANCEL_KEY: {"keep": keep, "ran": ran}}
 
 
 def _stored_by_id(transcript: Sequence[dict[str, Any]], ids: set[str]) -> dict[str, dict[str, Any]]:

@@ -19,6 +19,7 @@ from .approvals import answered_approvals, expired_approvals, public_view
 from .state import (
     AGENT_KEY,
     APPLIED_CHANGES_KEY,
+    CANCEL_KEY,
     CAPACITY_ERROR_KEY,
     CREATED_AT_KEY,
     DELETED_KEY,
@@ -44,9 +45,10 @@ from .state import (
 )
 from .turn_receipts import answer_messages, expired_keyed_turn, find_keyed_turn, find_turn, is_expired, turn_text
 
-TurnStatus = Literal["completed", "failed"]
+TurnStatus = Literal["completed", "failed", "cancelled"]
 COMPLETED: TurnStatus = "completed"
 FAILED: TurnStatus = "failed"
+CANCELLED: TurnStatus = "cancelled"
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,10 @@ class TurnView:
 
     Attributes:
         turn_id: The id the turn is reported by (a keyed retry reads the turn that ran for its key).
-        status: `completed` or `failed`.
+        status: `completed`, `failed` or `cancelled`.
         completed_at: When the receipt was written (ms since the epoch).
-        answer: A completed turn's answer as stored message records; empty for a failed turn.
+        answer: A completed turn's answer as stored message records (a cancelled turn's partial answer); empty for a
+            failed turn.
         error: A failed turn's `{"code", "message"}`, else None.
         usage: The answer's usage details (empty when none were reported).
         approval_requests: The tool calls the turn left waiting for approval, as a caller sees them (with
@@ -71,6 +74,7 @@ class TurnView:
         answer_copies: How many of them the receipt keeps a copy of (compaction changed the transcript's).
         stored_bytes: The bytes the receipt takes in the stored state.
         state_bytes_at_start: The conversation's stored size when the turn began (None for its first).
+        cancel: A cancelled turn's `{"keep": "partial" | "nothing", "ran": bool}`, else None.
     """
 
     turn_id: str
@@ -89,11 +93,17 @@ class TurnView:
     answer_copies: int
     stored_bytes: int
     state_bytes_at_start: int | None
+    cancel: dict[str, Any] | None = None
 
     @property
     def completed(self) -> bool:
-        """Whether the turn answered (else it failed, and `error` says why)."""
+        """Whether the turn answered (else it failed, and `error` says why, or it was cancelled)."""
         return self.status == COMPLETED
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the turn was cancelled (`answer` holds what it kept)."""
+        return self.status == CANCELLED
 
     @property
     def text(self) -> str:
@@ -331,13 +341,14 @@ class ConversationView:
 
     def _turn_view(self, turn_id: str, record: dict[str, Any]) -> TurnView:
         answer: Sequence[str | dict[str, Any]] = record.get("messages", [])
-        completed = record["status"] == COMPLETED
+        status: TurnStatus = record["status"]
+        answered = status != FAILED
         return TurnView(
             turn_id=turn_id,
-            status=COMPLETED if completed else FAILED,
+            status=status,
             completed_at=record.get("at"),
-            answer=tuple(answer_messages(self._stored, record)) if completed else (),
-            error=None if completed else record.get("error"),
+            answer=tuple(answer_messages(self._stored, record)) if answered else (),
+            error=None if answered else record.get("error"),
             usage=record.get("usage") or {},
             approval_requests=record.get("approvalRequests", []),
             expired_approvals=record.get(EXPIRED_APPROVALS_KEY, []),
@@ -349,6 +360,7 @@ class ConversationView:
             answer_copies=sum(1 for item in answer if isinstance(item, dict)),
             stored_bytes=_size(record),
             state_bytes_at_start=record.get(STATE_BYTES_KEY),
+            cancel=record.get(CANCEL_KEY),
         )
 
 

@@ -13,18 +13,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._clock import Clock
-from .._contract import RUN_OPERATION
+from .._contract import RUN_OPERATION, CancelKeep, IfBusy
 from .._conversation.approvals import check_answers
 from .._conversation.turn_receipts import new_turn_id, request_hash
 from .._conversation.view import ConversationView, TurnView
 from .._errors import (
     AgentHostError,
+    ConversationBusyError,
     ConversationNotFoundError,
     IdempotencyConflictError,
     TurnExpiredError,
     internal_error,
 )
 from .client import ConversationClient
+from .in_flight import InFlight
 
 APPROVALS_FIELD = "approvals"
 
@@ -41,6 +43,9 @@ class TurnAsk:
         caller_key: Whether the caller chose the key (only then can an earlier request have used it).
         stream: Whether the entity writes the turn's events as it runs.
         wait_seconds: How long to wait for the turn to settle; None answers as soon as it is signalled.
+        if_busy: What the turn does to turns of the conversation in flight: `enqueue` (run after them), `reject`
+            (refused), `interrupt` (they stop at their next step keeping their partial answers) or `rollback` (they
+            stop keeping nothing).
     """
 
     conversation_id: str
@@ -49,6 +54,7 @@ class TurnAsk:
     caller_key: bool = True
     stream: bool = False
     wait_seconds: float | None = None
+    if_busy: IfBusy = "enqueue"
 
 
 @dataclass(frozen=True)
@@ -97,10 +103,16 @@ class Gone:
 TurnOutcome = Answered | Failed | Accepted | Pending | Gone
 
 
-async def take_turn(conversations: ConversationClient, ask: TurnAsk, clock: Clock) -> TurnOutcome:
+async def take_turn(
+    conversations: ConversationClient, ask: TurnAsk, clock: Clock, in_flight: InFlight | None = None
+) -> TurnOutcome:
     """Run one turn as `ask` says, once however often its key is retried.
 
+    `in_flight` sees the conversation's turns in flight, for `ask.if_busy` and for later turns' (None without a
+    turn stream store: every turn is then enqueued).
+
     Raises:
+        ConversationBusyError: `ifBusy` is `reject` and a turn of the conversation is in flight.
         IdempotencyConflictError: the key's turn asked something else.
         TurnExpiredError: the key's turn ran, but its receipt is no longer kept.
         ApprovalAnsweredError, UnknownApprovalError: an approval answer names no pending request.
@@ -111,7 +123,8 @@ async def take_turn(conversations: ConversationClient, ask: TurnAsk, clock: Cloc
     request = dict(ask.request)
     digest = request_hash(request) if key is not None else None
     approvals = request.get(APPROVALS_FIELD)
-    reads_first = (key is not None and ask.caller_key) or bool(approvals)
+    busy_rule = in_flight is not None and ask.if_busy != "enqueue"
+    reads_first = (key is not None and ask.caller_key) or bool(approvals) or busy_rule
     state = await conversations.read(conversation_id) if reads_first else None
     live = state if state is not None and not state.is_deleted else None
     if key is not None and live is not None:
@@ -134,6 +147,8 @@ async def take_turn(conversations: ConversationClient, ask: TurnAsk, clock: Cloc
             known.answered_approvals(),
             known.expired_approvals(clock.now_ms()),
         )
+    if in_flight is not None and busy_rule:
+        await _settle_busy(in_flight, ask, state or ConversationView.empty())
     turn_id = new_turn_id(clock.now_ms(), key)
     operation = {"turnId": turn_id, **request}
     imported = await conversations.history_to_import(conversation_id, clock.now_ms())
@@ -142,6 +157,8 @@ async def take_turn(conversations: ConversationClient, ask: TurnAsk, clock: Cloc
     if ask.stream:
         operation["stream"] = True
     await conversations.signal(conversation_id, RUN_OPERATION, operation)
+    if in_flight is not None:
+        await in_flight.accept(turn_id)
     expiry = conversations.watch_expiry(conversation_id, clock)
     if ask.wait_seconds is None:
         await expiry.finish()
@@ -151,6 +168,23 @@ async def take_turn(conversations: ConversationClient, ask: TurnAsk, clock: Cloc
     if settled is None:
         return Pending(turn_id)
     return _settled(conversations.agent_name, ask, settled, turn_id, digest)
+
+
+async def _settle_busy(in_flight: InFlight, ask: TurnAsk, state: ConversationView) -> None:
+    """Apply `ask.if_busy` to the conversation's turns in flight: refuse the new turn, or ask them to stop (the new
+    turn then queues behind them and runs once they stopped).
+
+    Raises:
+        ConversationBusyError: `reject`, and a turn is in flight.
+    """
+    busy = await in_flight.turns(state)
+    if not busy:
+        return
+    if ask.if_busy == "reject":
+        raise ConversationBusyError(ask.conversation_id, busy)
+    keep: CancelKeep = "partial" if ask.if_busy == "interrupt" else "nothing"
+    for turn_id in busy:
+        await in_flight.controls.request_cancel(turn_id, keep)
 
 
 def _settled(
@@ -168,4 +202,5 @@ def _settled(
         return Gone(turn_id, TurnExpiredError(ask.conversation_id, turn_id))
     if ask.idempotency_key is not None and turn.request_hash != digest:
         raise IdempotencyConflictError(ask.idempotency_key, turn.turn_id)
-    return Answered(turn, state) if turn.completed else Failed(turn, state)
+    # A cancelled turn answers with what it kept (its status says it was cancelled).
+    return Failed(turn, state) if turn.error is not None else Answered(turn, state)

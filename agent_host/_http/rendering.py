@@ -87,7 +87,9 @@ def render_approvals(approvals: list[dict[str, Any]], now_ms: int | None = None)
 def render_turn(conversation_id: str, turn: TurnView, agent_name: str | None) -> dict[str, Any]:
     """A turn receipt of a conversation of the agent `agent_name` as the body of a turn response."""
     body: dict[str, Any] = {"conversationId": conversation_id, "turnId": turn.turn_id, "status": turn.status}
-    if turn.completed:
+    if turn.cancel is not None:
+        body["cancel"] = turn.cancel
+    if turn.completed or turn.cancelled:
         body["text"] = turn.text
         body["messages"] = [render_message(message, agent_name) for message in turn.answer]
         if turn.structured:

@@ -6,17 +6,23 @@ Handlers raise `AgentHostError`s; the app's route table (`route_table.py`) serve
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable, Mapping
+from typing import cast
 
 import azure.durable_functions as df
 import azure.functions as func
 
 from .._clock import Clock
 from .._contract import (
+    CANCEL_OPERATION,
     DELETE_OPERATION,
     SET_RETENTION_OPERATION,
     AgentRoute,
+    CancelKeep,
+    CancelRequest,
+    IfBusy,
     MessagesQuery,
     RetentionRequest,
     TurnQuery,
@@ -27,12 +33,14 @@ from .._contract import (
 )
 from .._conversation.turn_receipts import KEYED_MARKER, key_digest
 from .._conversation.view import ConversationView, TurnView
+from .._conversation_client.in_flight import InFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentNotFoundError,
     ConversationNotFoundError,
     MessageTooLargeError,
     TurnExpiredError,
+    TurnFinishedError,
     TurnNotFoundError,
     UnsupportedMediaTypeError,
     status_for_code,
@@ -41,6 +49,7 @@ from .._expiry.recent import RECENT_WATCHES
 from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
+from .._streaming.turn_controls import TurnControls
 from .._turn_ids import issued_at
 from .._turn_options import contents_bytes
 from .agui_route import run_agui
@@ -69,6 +78,7 @@ DELETE_WAIT_SECONDS = 30.0
 CLOCK_SKEW_TOLERANCE_MS = 60_000
 _TURN_SHAPE = '{"message": "..."}'
 _RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
+_CANCEL_SHAPE = '{"keep": "partial"}'
 
 
 class HealthRoute:
@@ -124,7 +134,9 @@ class Routes:
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
-        return await run_compat(req, client, self._agent(req), self._settings, self._clock, self._run_wait)
+        agent = self._agent(req)
+        in_flight = functools.partial(self._in_flight, agent)
+        return await run_compat(req, client, agent, self._settings, self._clock, self._run_wait, in_flight)
 
     async def agui(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST /api/agents/{agent}/agui`: one AG-UI run, a turn of the thread's conversation, as AG-UI events."""
@@ -150,8 +162,10 @@ class Routes:
             idempotency_key=idempotency_key(req),
             stream=events or request.stream,
             wait_seconds=wait,
+            if_busy=cast(IfBusy, request.if_busy),
         )
-        outcome = await take_turn(conversation_client(req, client, agent), ask, self._clock)
+        in_flight = self._in_flight(agent, conversation_id)
+        outcome = await take_turn(conversation_client(req, client, agent), ask, self._clock, in_flight)
         match outcome:
             case Answered(turn, conversation) | Failed(turn, conversation):
                 if events:  # only a retry of a key settles before it is streamed: it streams the key's turn
@@ -183,6 +197,46 @@ class Routes:
         if self._may_be_pending(turn_id, state):
             return json_response(202, render_pending(conversation_id, turn_id), headers={"Location": location})
         raise TurnNotFoundError(conversation_id, turn_id)
+
+    async def cancel_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+        """`POST .../turns/{turnId}/cancel`: a queued turn never runs; a running one stops at its next step."""
+        agent, conversation_id = self._target(req)
+        turn_id = validate_turn_id(req.route_params.get("turnId", ""))
+        idempotency_key(req)  # checked as on every write; a cancel is idempotent by its turn, key or none
+        text = body_text(req, self._settings.max_message_bytes)
+        data = json_object(text, _CANCEL_SHAPE) if text.strip() else {}
+        request = parse_model(CancelRequest, data, max_wait_seconds=self._settings.max_wait_seconds)
+        conversations = conversation_client(req, client, agent)
+        stored = await conversations.read(conversation_id)
+        await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
+        location = req.url.split("?", 1)[0].rstrip("/").removesuffix("/cancel")
+        state = stored or ConversationView.empty()
+        answer = _cancel_answer(agent, conversation_id, state, turn_id, location)
+        if answer is not None:
+            return answer
+        if not self._may_be_pending(turn_id, state):
+            raise TurnNotFoundError(conversation_id, turn_id)
+        keep = cast(CancelKeep, request.keep)
+        in_flight = self._in_flight(agent, conversation_id)
+        running = True
+        if in_flight is not None:
+            # The request first, then the running mark: the entity writes them the other way round, so a turn not
+            # yet marked running is certain to see the request before it runs.
+            keep = await in_flight.controls.request_cancel(turn_id, keep)
+            running = await in_flight.controls.is_running(turn_id)
+        # Recorded by the entity, also for a turn whose signal this one overtook (it then never runs).
+        await conversations.signal(conversation_id, CANCEL_OPERATION, {"turnId": turn_id, "keep": keep})
+        if not running:
+            body = {"conversationId": conversation_id, "turnId": turn_id, "status": "cancelled"}
+            return json_response(200, {**body, "cancel": {"keep": keep, "ran": False}}, headers={"Location": location})
+        if request.wait:
+            timeout = float(request.timeout_seconds or self._settings.default_wait_seconds)
+            settled = await conversations.wait_for_turn(conversation_id, turn_id, timeout)
+            answer = _cancel_answer(agent, conversation_id, settled, turn_id, location) if settled is not None else None
+            if answer is not None:
+                return answer
+        body = {"conversationId": conversation_id, "turnId": turn_id, "status": "cancelling"}
+        return json_response(202, body, headers={"Location": location})
 
     async def get_turn_stream(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`GET .../turns/{turnId}/stream`: a turn's events, from the start or after `Last-Event-ID`."""
@@ -267,6 +321,13 @@ class Routes:
         ttl = agent.conversation_ttl_seconds
         if state is None and not await may_hold_queued_turns(client, agent.entity_name, conversation_id, ttl):
             raise TurnNotFoundError(conversation_id, turn_id)
+
+    def _in_flight(self, agent: AgentRoute, conversation_id: str) -> InFlight | None:
+        """The conversation's turns in flight, seen through the turn stream store; None when there is none."""
+        store = self._stream_store()
+        if store is None:
+            return None
+        return InFlight(TurnControls(store, agent.entity_name, conversation_id), self._may_be_pending)
 
     def _may_be_pending(self, turn_id: str, state: ConversationView) -> bool:
         """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
@@ -387,6 +448,27 @@ class Routes:
         if size > self._settings.max_message_bytes:
             raise MessageTooLargeError(size, self._settings.max_message_bytes)
         return request
+
+
+def _cancel_answer(
+    agent: AgentRoute, conversation_id: str, state: ConversationView, turn_id: str, location: str
+) -> func.HttpResponse | None:
+    """The answer to a cancel of a turn `state` settles: 200 with a cancelled turn; None while it has not settled.
+
+    Raises:
+        TurnFinishedError: the turn finished (completed or failed) before it could be stopped.
+        ConversationNotFoundError, TurnExpiredError: the turn was deleted with its conversation, or its receipt is gone.
+    """
+    if state.deleted_with(turn_id):
+        raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
+    turn = state.turn(turn_id)
+    if turn is not None:
+        if not turn.cancelled:
+            raise TurnFinishedError(conversation_id, turn.turn_id, turn.status)
+        return _turn_response(conversation_id, state, turn, location)
+    if state.is_expired(turn_id):
+        raise TurnExpiredError(conversation_id, turn_id)
+    return None
 
 
 def _turn_response(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from .._clock import Clock
 from .._contract import AgentRoute, RunRequestBody, parse_model, validate_conversation_id
+from .._conversation_client.in_flight import InFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     InvalidRequestError,
@@ -208,11 +209,13 @@ async def run_compat(
     settings: HostSettings,
     clock: Clock,
     wait_seconds: float,
+    in_flight: Callable[[str], InFlight | None] = lambda _: None,
 ) -> func.HttpResponse:
-    """Run one turn for a `/run` request and answer in that host's shape, waiting up to `wait_seconds`."""
+    """Run one turn for a `/run` request and answer in that host's shape, waiting up to `wait_seconds`; the turn is
+    listed among its conversation's turns in flight (`in_flight`), so `ifBusy` on `POST .../turns` sees it."""
     request = parse_run_request(req, settings, agent)
     ask = TurnAsk(request.session_id, request.asked(), wait_seconds=wait_seconds if request.wait else None)
-    outcome = await take_turn(conversation_client(req, client, agent), ask, clock)
+    outcome = await take_turn(conversation_client(req, client, agent), ask, clock, in_flight(request.session_id))
     turn_id = outcome.turn.turn_id if isinstance(outcome, Answered | Failed) else outcome.turn_id
     agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
     turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"

@@ -20,7 +20,15 @@ from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.client import ConversationClient
 from .._errors import AgentHostError, ConversationNotFoundError, TurnExpiredError, TurnNotFoundError
 from .._records import record_to_message
-from .._streaming.channel import TURN_COMPLETED, TURN_FAILED, TURN_STARTED, StreamEvent, TurnStreamStore, stream_key
+from .._streaming.channel import (
+    TURN_CANCELLED,
+    TURN_COMPLETED,
+    TURN_FAILED,
+    TURN_STARTED,
+    StreamEvent,
+    TurnStreamStore,
+    stream_key,
+)
 from .._streaming.events import EventDraft, answer_events, started_event
 from .._streaming.waiting import wait_for_events
 from .event_stream import KEEP_ALIVE, encode_error, encode_event
@@ -219,7 +227,7 @@ def current_attempt(events: Sequence[StreamEvent]) -> list[StreamEvent]:
 def replay(turn: TurnView, agent_name: str | None) -> list[StreamEvent]:
     """A finished turn's events drawn from its receipt: started, the answer's messages, tool calls and approvals."""
     drafts: list[EventDraft] = [started_event(turn.turn_id, 1)]
-    if turn.completed:
+    if turn.completed or turn.cancelled:
         messages = [record_to_message(message, agent_name) for message in turn.answer]
         drafts.extend(answer_events(messages, render_approvals(turn.approval_requests)))
     return [StreamEvent(number, event, data) for number, (event, data) in enumerate(drafts, start=1)]
@@ -228,5 +236,6 @@ def replay(turn: TurnView, agent_name: str | None) -> list[StreamEvent]:
 def final_event(event_id: int, conversation_id: str, finished: _Finished) -> StreamEvent:
     """The last event of a turn: the body a waited `POST` of it returns."""
     body = render_turn(conversation_id, finished.turn, finished.agent_name)
-    name = TURN_COMPLETED if finished.turn.completed else TURN_FAILED
+    turn = finished.turn
+    name = TURN_CANCELLED if turn.cancelled else TURN_COMPLETED if turn.completed else TURN_FAILED
     return StreamEvent(event_id, name, body)

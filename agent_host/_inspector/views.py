@@ -66,6 +66,7 @@ def render_turn_records(state: ConversationView) -> list[dict[str, Any]]:
             ("expiredApprovals", render_approvals(turn.expired_approvals)),
             ("error", turn.error),
             ("input", turn.failed_input),
+            ("cancel", turn.cancel),
         ):
             if value:
                 body[field] = value

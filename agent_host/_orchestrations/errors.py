@@ -15,6 +15,7 @@ from typing import Any
 # `state_capacity_exceeded`, ...). They fail an orchestrator's task and never answer an HTTP request, so they have
 # no status in `_errors.ERROR_STATUS`.
 TURN_EXPIRED = "turn_expired"
+TURN_CANCELLED = "turn_cancelled"
 REPLY_TOO_LARGE = "reply_too_large"
 ENTITY_CALL_FAILED = "entity_call_failed"
 INVALID_REPLY = "invalid_reply"

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from .._contract import MAX_REPLY_BYTES, RunReply, describe_problems
 from .._errors import TurnFailedError
 from .._records import record_to_message
-from .errors import INVALID_REPLY, REPLY_TOO_LARGE, TURN_EXPIRED, AgentTurnError, StructuredOutputError
+from .errors import INVALID_REPLY, REPLY_TOO_LARGE, TURN_CANCELLED, TURN_EXPIRED, AgentTurnError, StructuredOutputError
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,12 @@ class AgentCall:
         if reply.status == "failed":
             error = reply.error or {}
             raise self.error(error.get("message", "the turn failed."), error.get("code", TurnFailedError.codes[0]))
+        if reply.status == "cancelled":
+            raise self.error(
+                "the turn was cancelled (POST .../turns/{turnId}/cancel, or a later turn's ifBusy) before it finished; "
+                "what it kept, if anything, is in the conversation's messages.",
+                TURN_CANCELLED,
+            )
         if reply.status == "expired":
             raise self.error(
                 "the turn ran earlier but its record is no longer kept, so its answer cannot be returned and the turn "

@@ -19,7 +19,8 @@ TOOL_RESULT = "tool.result"
 APPROVAL_REQUESTED = "approval.requested"
 TURN_COMPLETED = "turn.completed"
 TURN_FAILED = "turn.failed"
-FINAL_EVENTS = (TURN_COMPLETED, TURN_FAILED)
+TURN_CANCELLED = "turn.cancelled"
+FINAL_EVENTS = (TURN_COMPLETED, TURN_FAILED, TURN_CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ class TurnStreamStore(Protocol):
     """
 
     async def append(self, stream: str, events: Sequence[StreamEvent]) -> None:
-        """Add events to the end of a stream (their ids are larger than any already stored)."""
+        """Add events to the end of a stream; an event whose id is not above the stream's last id is skipped, so the
+        first write of an id stays (turn controls rely on it: `turn_controls.py`)."""
         ...
 
     async def read(self, stream: str, after: int = 0, limit: int = 1000) -> list[StreamEvent]:

@@ -210,6 +210,7 @@ def test_every_turn_body_field_is_documented() -> None:
         "responseFormat",
         "options",
         "approvalTtlSeconds",
+        "ifBusy",
     ]
     assert [name for name in fields if not re.search(rf"^- `{name}`|\. `{name}`:", turns, flags=re.MULTILINE)] == []
 

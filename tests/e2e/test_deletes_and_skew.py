@@ -6,36 +6,18 @@ and are deleted with the conversation; their ids then read 404 conversation_not_
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from apps import build_app, make_agent
-from chat_clients import ScriptedChatClient, default_reply
+from chat_clients import GatedChatClient
 from clocks import ManualClock
 from hosting import RunningHost
 
 BASE = "/api/agents/assistant/conversations"
 ENTITY = "conversation_assistant"
-
-
-class GatedChatClient(ScriptedChatClient):
-    """A model whose calls wait until the test opens the gate (or the gate of their message's text)."""
-
-    def __init__(self) -> None:
-        self.gate = threading.Event()
-        self.gates: dict[str, threading.Event] = {}
-        super().__init__(self._answer)
-
-    def hold(self, text: str) -> threading.Event:
-        self.gates[text] = threading.Event()
-        return self.gates[text]
-
-    def _answer(self, messages, options):
-        self.gates.get(messages[-1].text or "", self.gate).wait(10)
-        return default_reply(messages, len(self.calls))
 
 
 def wait_for(predicate, timeout: float = 10.0) -> None:

@@ -20,7 +20,7 @@ def test_every_request_in_demo_http_works_against_the_local_host(tmp_path: Path,
         running.stop()
 
     _, requests = parse_http_file(ROOT / "demo.http")
-    assert len(replies) == len(requests) == 27
+    assert len(replies) == len(requests) == 28
     started = replies["Start a turn without waiting: 202 and a Location to poll"].json()
     polled = next(reply.json() for title, reply in replies.items() if title.startswith("Poll the first turn"))
     assert started["status"] == "pending"

@@ -15,6 +15,13 @@ from agent_host import AgentCallbackContext, HostSettings
 from agent_host._streaming.channel import stream_key
 
 STREAM = stream_key("conversation_assistant", "c1", "t1")
+
+
+def event_streams(keys) -> list[str]:
+    """The turns' event streams among stream keys, without the turn controls beside them (`turn_controls.py`)."""
+    return sorted(key for key in keys if "." not in key.rsplit("/", 1)[1])
+
+
 TIMES = ("at", "createdAt", "updatedAt")
 
 
@@ -104,7 +111,7 @@ def test_a_turn_not_asked_to_stream_writes_no_stream() -> None:
 
     run(driver, "t1", "hello", stream=False)
 
-    assert store.streams == {}
+    assert event_streams(store.streams) == []  # only its running mark, which a cancel reads
 
 
 def test_callbacks_get_every_update_and_the_answer_naming_agent_conversation_and_turn() -> None:
@@ -222,8 +229,8 @@ def test_streams_go_with_the_receipts_retention_drops() -> None:
     for number in range(1, 4):
         run(driver, f"t{number}", f"turn {number}")
 
-    assert store.deleted == [STREAM]
-    assert sorted(store.streams) == [stream_key("conversation_assistant", "c1", t) for t in ("t2", "t3")]
+    assert store.deleted == [STREAM, f"{STREAM}.cancel", f"{STREAM}.running"]  # the turn's controls go with it
+    assert event_streams(store.streams) == [stream_key("conversation_assistant", "c1", t) for t in ("t2", "t3")]
 
 
 def test_deleting_the_conversation_deletes_its_streams() -> None:
@@ -235,7 +242,7 @@ def test_deleting_the_conversation_deletes_its_streams() -> None:
     driver.send(("delete", {"changeId": "d1"}))
 
     assert store.streams == {}
-    assert sorted(store.deleted) == [stream_key("conversation_assistant", "c1", t) for t in ("t1", "t2")]
+    assert event_streams(store.deleted) == [stream_key("conversation_assistant", "c1", t) for t in ("t1", "t2")]
 
 
 def test_a_tool_waiting_for_approval_is_streamed_as_the_approval_the_turn_records() -> None:

@@ -44,6 +44,7 @@ def test_each_agent_gets_one_entity_and_the_routes_are_shared() -> None:
         "api_retention",
         "api_run",
         "api_turn",
+        "api_turn_cancel",
         "api_turn_stream",
         "api_turns",
         "api_workflow_published_respond",

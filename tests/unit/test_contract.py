@@ -28,7 +28,8 @@ from agent_host._retention_settings import MAX_STATE_BYTES_CEILING, RetentionSet
 TURN_SHAPE = (
     'Expected {"message": string, "approvals": [{"id": string, "approved": boolean}], "wait": boolean, '
     '"timeoutSeconds": number, "stream": boolean, "contents": [{"type": "text" | "uri" | "data", ...}], '
-    '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}, "approvalTtlSeconds": number}.'
+    '"responseFormat": {JSON schema}, "options": {"temperature": number, ...}, "approvalTtlSeconds": number, '
+    '"ifBusy": "enqueue" | "reject" | "interrupt" | "rollback"}.'
 )
 
 

@@ -65,6 +65,7 @@ EXPECTED_STATUS = {
     "invalid_contents": 400,
     "invalid_role": 400,
     "invalid_approval_ttl": 400,
+    "invalid_request": 400,
     "unknown_approval": 400,
     "unauthenticated": 401,
     "agent_not_found": 404,
@@ -79,6 +80,8 @@ EXPECTED_STATUS = {
     "request_already_answered": 409,
     "approval_already_answered": 409,
     "approval_expired": 409,
+    "turn_finished": 409,
+    "conversation_busy": 409,
     "turn_expired": 410,
     "message_too_large": 413,
     "unsupported_media_type": 415,
@@ -179,7 +182,7 @@ def test_a_refused_code_message_lists_the_declared_ones() -> None:
     assert "invalid_body, invalid_json, invalid_encoding, missing_message" in str(caught.value)
     assert str(caught.value).endswith(
         "invalid_run_id, invalid_response, invalid_response_format, invalid_options, invalid_contents, invalid_role, "
-        "invalid_approval_ttl."
+        "invalid_approval_ttl, invalid_request."
     )
 
 

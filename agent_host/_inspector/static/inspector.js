@@ -573,6 +573,7 @@
     for (const turn of bundle.turns) {
       const notes = [];
       if (turn.error) notes.push(`${turn.error.code}: ${turn.error.message}`);
+      if (turn.cancel) notes.push(turn.cancel.ran ? `cancelled while running, kept ${turn.cancel.keep}` : "cancelled before it ran");
       if (turn.input && turn.input.message) notes.push(`sent: ${turn.input.message}`);
       if (turn.usage && turn.usage.total_token_count) notes.push(`${turn.usage.total_token_count} tokens`);
       if (turn.approvalRequests && turn.approvalRequests.length) notes.push(`${turn.approvalRequests.length} approval request(s)`);
@@ -657,7 +658,8 @@
       current = turn.status;
       body = turn.data;
     }
-    onTurnEvent(reply, body.status === "completed" ? "turn.completed" : "turn.failed", body);
+    const final = { completed: "turn.completed", cancelled: "turn.cancelled" }[body.status] || "turn.failed";
+    onTurnEvent(reply, final, body);
   }
 
   async function readEventStream(response, onEvent) {
@@ -729,6 +731,8 @@
         replyText(reply, data.turnId || "answer").textContent = data.text || "";
       }
       say(data.approvalRequests && data.approvalRequests.length ? "The reply waits for a tool approval." : "Reply complete.");
+    } else if (event === "turn.cancelled") {
+      say("The turn was cancelled.");
     } else if (event === "turn.failed" || event === "error") {
       const error = data.error || {};
       fail(new ApiError(data.httpStatus || 0, error.code || "turn_failed", error.message || "The turn failed."));

@@ -1,0 +1,39 @@
+"""Turn controls in a stream store: the first cancel request's keep holds, and triggers racing to list their turns
+as accepted each get an id of their own."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from agent_host._streaming.sqlite_store import SqliteStreamStore
+from agent_host._streaming.turn_controls import TurnControls
+
+
+def test_the_first_cancel_request_holds_and_the_running_mark_is_read_back(tmp_path: Path) -> None:
+    controls = TurnControls(SqliteStreamStore(tmp_path / "s.sqlite3"), "conversation_a", "c1")
+
+    first = asyncio.run(controls.request_cancel("t1", "nothing"))
+    second = asyncio.run(controls.request_cancel("t1", "partial"))
+    asyncio.run(controls.mark_running("t1"))
+
+    assert (first, second) == ("nothing", "nothing")
+    assert asyncio.run(controls.cancel_requested("t1")) == "nothing"
+    assert asyncio.run(controls.cancel_requested("t2")) is None
+    assert asyncio.run(controls.is_running("t1")) and not asyncio.run(controls.is_running("t2"))
+
+
+def test_concurrent_accepts_each_list_their_turn_once(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    turns = [f"t{number}" for number in range(12)]
+
+    def accept(turn_id: str) -> None:
+        # A store object per trigger, as separate requests (or instances) have.
+        asyncio.run(TurnControls(SqliteStreamStore(path), "conversation_a", "c1").accept(turn_id))
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(accept, turns))
+    listed = asyncio.run(TurnControls(SqliteStreamStore(path), "conversation_a", "c1").recent_accepted())
+
+    assert sorted(listed) == sorted(turns)
