@@ -219,6 +219,7 @@ class AgentFunctionApp(df.DFApp):
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
         conversation_ttl: datetime.timedelta | float | None = None,
+        checkpoints: bool | None = None,
     ) -> None:
         """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
 
@@ -239,6 +240,8 @@ class AgentFunctionApp(df.DFApp):
             state_types: Session state classes this agent's providers use (see `AgentFunctionApp`).
             conversation_ttl: How long this agent's conversations may stay idle before they are deleted (a
                 `timedelta` or seconds; 0 never); None follows `AGENT_HOST_CONVERSATION_TTL`.
+            checkpoints: Journal each model response and tool result of this agent's turns, so a turn re-run after
+                a crash repeats at most the step in flight; None follows `AGENT_HOST_CHECKPOINTS` (on).
 
         Raises:
             ValueError: the name is missing, invalid or taken by another agent, a state type's id is taken, or a
@@ -294,6 +297,7 @@ class AgentFunctionApp(df.DFApp):
             stream_store=self._stream_store,
             callback=callback or self.default_callback,
             turn_error_details=self.settings.turn_error_details,
+            checkpoints=self.settings.checkpoints if checkpoints is None else checkpoints,
         )
         http_enabled = self.enable_http_endpoints if enable_http_endpoint is None else bool(enable_http_endpoint)
         mcp_enabled = self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else bool(enable_mcp_tool_trigger)
@@ -406,6 +410,7 @@ class AgentFunctionApp(df.DFApp):
             clock=self.clock,
             stream_store=self._stream_store,
             turn_error_details=self.settings.turn_error_details,
+            checkpoints=self.settings.checkpoints,
             # As agent-framework-azurefunctions: the app's default callback watches the nodes' turns too.
             callback=self.default_callback,
         )

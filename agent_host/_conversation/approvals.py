@@ -24,20 +24,23 @@ def pending_from_response(response: AgentResponse) -> list[dict[str, Any]]:
         if request.type != "function_approval_request" or request.function_call is None:
             continue
         call = request.function_call
+        reason = request.additional_properties.get("reason")
         pending.append(
             {
                 "id": request.id,
                 "toolName": call.name,
                 "arguments": _arguments(call.arguments),
                 "request": request.to_dict(),
+                # Why the host asks, when it asks on its own (a tool a re-run turn cannot tell has run).
+                **({"reason": reason} if isinstance(reason, str) else {}),
             }
         )
     return pending
 
 
 def public_view(pending: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What a caller sees of pending approvals: id, tool name and arguments."""
-    return [{"id": item["id"], "toolName": item["toolName"], "arguments": item["arguments"]} for item in pending]
+    """What a caller sees of pending approvals: id, tool name and arguments, and why when the host says."""
+    return [{key: item[key] for key in ("id", "toolName", "arguments", "reason") if key in item} for item in pending]
 
 
 def answer_contents(

@@ -36,9 +36,11 @@ from .._records import message_to_record
 from .._retention_settings import RetentionSettings
 from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from .._streaming.channel import TurnStreamStore, stream_key
+from .._streaming.journal import TurnJournal, journal_key
 from .._structured_output import structured_value
 from .._telemetry import telemetry
 from .approvals import answer_contents, answered_approvals, pending_from_response, remaining_after
+from .checkpoints import TurnCheckpoints
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import (
     BUFFER_KEY,
@@ -120,6 +122,8 @@ class ConversationEntity:
         callback: Called with each update and the answer of every turn of this agent (which then runs streaming).
         turn_error_details: Say in a failed turn's error why it failed (the exception's kind and text, secrets taken
             out); otherwise its type alone, and the details only in the log. `AGENT_HOST_TURN_ERROR_DETAILS`.
+        checkpoints: Journal each model response and tool result of a turn in the stream store, and replay them
+            when the turn runs again (`checkpoints.py`). `AGENT_HOST_CHECKPOINTS`, `add_agent(checkpoints=...)`.
     """
 
     def __init__(
@@ -136,6 +140,7 @@ class ConversationEntity:
         stream_store: StreamStoreSource | None = None,
         callback: AgentResponseCallbackProtocol | None = None,
         turn_error_details: bool = False,
+        checkpoints: bool = True,
     ) -> None:
         self.agent_name = agent_name
         self.agent = agent
@@ -148,6 +153,7 @@ class ConversationEntity:
         self.stream_store = stream_store
         self.callback = callback
         self.turn_error_details = turn_error_details
+        self.checkpoints = checkpoints
 
     def __call__(self, context: df.DurableEntityContext) -> None:
         """The entity function body: dispatch one operation of the host's batch."""
@@ -173,6 +179,7 @@ class ConversationEntity:
         state, stored_bytes = self._load_state(context, raw)
         if turn_id in state.get(TURNS_KEY, {}):
             # Signals arrive at least once: a known turn id returns its recorded result (architecture.md, failure 9).
+            self._delete_streams(context, (), settled=[turn_id])
             context.set_result(run_result(state, turn_id, reply=request.reply, duplicate=True))
             return
         if turn_id in state.get(EXPIRED_TURNS_KEY, ()):
@@ -197,7 +204,10 @@ class ConversationEntity:
             state = self._with_imported(state, request.imported)
         started = time.perf_counter()
         streamed = self._streamed_turn(context, request)
-        committed = self.run_turn(state, context.entity_key, request, stored_bytes=stored_bytes, streamed=streamed)
+        checkpoints = self._turn_checkpoints(context, request)
+        committed = self.run_turn(
+            state, context.entity_key, request, stored_bytes=stored_bytes, streamed=streamed, checkpoints=checkpoints
+        )
         committed, text = retain_after_turn(
             committed,
             committed[TURNS_KEY][turn_id],
@@ -205,7 +215,11 @@ class ConversationEntity:
             text=CONVERSATION_CACHE.encode(self.agent_name, context.entity_key, committed),
             receipts=self._receipts(turn_id),
         )
-        self._delete_streams(context, set(state.get(TURNS_KEY, {})).difference(committed[TURNS_KEY]))
+        self._delete_streams(
+            context,
+            set(state.get(TURNS_KEY, {})).difference(committed[TURNS_KEY]),
+            settled=list(state.get(TURNS_KEY, {}))[-1:],
+        )
         CONVERSATION_CACHE.remember(self.agent_name, context.entity_key, committed, text)
         write_raw_state(context, text)
         context.set_result(run_result(committed, turn_id, reply=request.reply))
@@ -243,10 +257,31 @@ class ConversationEntity:
             ),
         )
 
-    def _delete_streams(self, context: df.DurableEntityContext, turn_ids: Iterable[str]) -> None:
-        """Delete the streams of turns whose receipts are gone; best effort, as a missing stream is replayed from
-        its receipt and a stream without a receipt is never read."""
+    def _turn_checkpoints(self, context: df.DurableEntityContext, request: RunOperation) -> TurnCheckpoints | None:
+        """The journal of this run of the turn, or None when the agent runs without checkpoints."""
+        if not self.checkpoints:
+            return None
+        store = self.stream_store() if self.stream_store is not None else None
+        if store is None:
+            telemetry().record_checkpoint_unavailable(agent=self.agent_name, reason="no_store")
+            return None
+        key = journal_key(stream_key(context.entity_name, context.entity_key, request.turn_id))
+        return TurnCheckpoints(TurnJournal(store, key), self.agent_name)
+
+    def _delete_streams(
+        self, context: df.DurableEntityContext, turn_ids: Iterable[str], *, settled: Iterable[str] = ()
+    ) -> None:
+        """Delete the streams and journals of turns whose receipts are gone, and the journals of `settled` turns
+        (committed by an earlier batch); best effort, as a missing stream is replayed from its receipt, a stream
+        without a receipt is never read, and a journal is read only by a turn with no receipt yet.
+
+        A turn's own journal waits for a later operation: until the host has committed this batch, a crash may
+        still run the turn again (Durable Functions has no hook after the commit).
+        """
         streams = [stream_key(context.entity_name, context.entity_key, turn_id) for turn_id in sorted(turn_ids)]
+        journals = [stream_key(context.entity_name, context.entity_key, turn_id) for turn_id in settled]
+        if self.checkpoints:
+            streams += [journal_key(stream) for stream in [*streams, *journals]]
         store = self.stream_store() if streams and self.stream_store is not None else None
         if store is None:
             return
@@ -297,14 +332,18 @@ class ConversationEntity:
         *,
         stored_bytes: int | None = None,
         streamed: StreamedTurn | None = None,
+        checkpoints: TurnCheckpoints | None = None,
     ) -> StoredState:
         """Run one turn against a copy of `state` and return the new state (with its turn record).
 
         `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it;
-        `streamed` says who watches the turn run (it then runs streaming), when anybody does.
+        `streamed` says who watches the turn run (it then runs streaming), when anybody does; `checkpoints` journals
+        and replays its steps.
         """
         try:
-            response, new = self._run_agent(copy.copy(state), conversation_id, request, stored_bytes, streamed)
+            response, new = self._run_agent(
+                copy.copy(state), conversation_id, request, stored_bytes, streamed, checkpoints
+            )
         except Exception as exc:
             # Nothing of the failed run is kept: the turn record is the only change (failure record, not str(exc)).
             error = self._turn_error(exc, conversation_id, request.turn_id)
@@ -359,6 +398,7 @@ class ConversationEntity:
         request: RunOperation,
         stored_bytes: int | None,
         streamed: StreamedTurn | None = None,
+        checkpoints: TurnCheckpoints | None = None,
     ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = [answer.model_dump() for answer in request.approvals]
@@ -369,6 +409,8 @@ class ConversationEntity:
         state = make_room_for_turn(state, {MESSAGES_KEY: incoming}, self._receipts(None), stored_bytes)
 
         agent = self._agent_copy(tools=request.enable_tool_calls)
+        if checkpoints is not None:
+            checkpoints.install(agent)
         session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get(SESSION_KEY))
         durable = self.plan.durable
         stored: list[dict[str, Any]] = state.get(MESSAGES_KEY, [])

@@ -13,6 +13,7 @@ from streams import FailingTurnStreamStore, MemoryTurnStreamStore, cancel_order,
 
 from agent_host import AgentCallbackContext, HostSettings
 from agent_host._streaming.channel import stream_key
+from agent_host._streaming.journal import JOURNAL_SUFFIX
 
 STREAM = stream_key("conversation_assistant", "c1", "t1")
 TIMES = ("at", "createdAt", "updatedAt")
@@ -104,7 +105,8 @@ def test_a_turn_not_asked_to_stream_writes_no_stream() -> None:
 
     run(driver, "t1", "hello", stream=False)
 
-    assert store.streams == {}
+    # Its journal (checkpoints) is in the store, under its own key; no stream is.
+    assert [key for key in store.streams if not key.endswith(JOURNAL_SUFFIX)] == []
 
 
 def test_callbacks_get_every_update_and_the_answer_naming_agent_conversation_and_turn() -> None:
@@ -222,8 +224,10 @@ def test_streams_go_with_the_receipts_retention_drops() -> None:
     for number in range(1, 4):
         run(driver, f"t{number}", f"turn {number}")
 
-    assert store.deleted == [STREAM]
-    assert sorted(store.streams) == [stream_key("conversation_assistant", "c1", t) for t in ("t2", "t3")]
+    # Journals (checkpoints) go too, each once its turn's commit is certain; only streams are counted here.
+    assert [key for key in store.deleted if not key.endswith(JOURNAL_SUFFIX)] == [STREAM]
+    streams = sorted(key for key in store.streams if not key.endswith(JOURNAL_SUFFIX))
+    assert streams == [stream_key("conversation_assistant", "c1", t) for t in ("t2", "t3")]
 
 
 def test_deleting_the_conversation_deletes_its_streams() -> None:
@@ -235,7 +239,8 @@ def test_deleting_the_conversation_deletes_its_streams() -> None:
     driver.send(("delete", {"changeId": "d1"}))
 
     assert store.streams == {}
-    assert sorted(store.deleted) == [stream_key("conversation_assistant", "c1", t) for t in ("t1", "t2")]
+    deleted = sorted(key for key in store.deleted if not key.endswith(JOURNAL_SUFFIX))
+    assert deleted == [stream_key("conversation_assistant", "c1", t) for t in ("t1", "t2")]
 
 
 def test_a_tool_waiting_for_approval_is_streamed_as_the_approval_the_turn_records() -> None:

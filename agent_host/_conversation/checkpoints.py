@@ -1,0 +1,277 @@
+"""Checkpointed turns: each model response and tool result of a running turn goes to its journal before the next step,
+and a re-run of the turn (redelivery after a crash) replays them instead of calling the model or the tool again.
+
+Installed on the entity's copy of a core `Agent`: the model calls are journaled at the client's innermost seam
+(`_inner_get_response`, below core's call-level compaction, so compaction runs on replay exactly as it ran), and the
+tools by the innermost function middleware. Replay hands core the very response or result it got the first time,
+so core builds the same transcript. A store that fails makes the rest of the turn run unjournaled, as before.
+Knows core's client and middleware seams and the journal, nothing about the entity's state or HTTP.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from agent_framework import (
+    Agent,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    FunctionInvocationContext,
+    FunctionMiddleware,
+    FunctionTool,
+    ResponseStream,
+    SupportsAgentRun,
+)
+from pydantic import BaseModel
+
+from .._streaming.journal import MODEL_RESPONSE, TOOL_RESULT, TOOL_STARTED, JournalEntries, TurnJournal
+from .._telemetry import telemetry
+
+logger = logging.getLogger("agent_host.checkpoints")
+
+SAFE_TO_REPEAT_KEY = "safe_to_repeat"
+"""The tool's `additional_properties` flag saying that running it twice does no harm (set by `safe_to_repeat`)."""
+MAY_HAVE_RUN_REASON = (
+    "The tool may already have run: the host stopped after it started and before its result was saved. "
+    "Approve to run it again, or decline if it did run."
+)
+"""The `reason` of the approval request a re-run turn asks for a tool it cannot tell has run."""
+
+ToolT = TypeVar("ToolT", bound=FunctionTool)
+
+
+def safe_to_repeat(tool: ToolT) -> ToolT:
+    """Mark a tool as safe to run again when a turn is re-run after a crash while the tool was running.
+
+    A checkpointed turn replays the tools it journaled as finished. A tool that started but whose result was not
+    saved may have run: the re-run asks the caller (an approval request saying so) unless the tool is marked safe
+    to repeat, when it simply runs again. Use it for tools without side effects, or idempotent ones::
+
+        @safe_to_repeat
+        @tool
+        def get_weather(city: str) -> str: ...
+
+    Returns:
+        The same tool, marked (`additional_properties["safe_to_repeat"]`).
+
+    Raises:
+        TypeError: `tool` is not an agent-framework tool (apply `@tool` first).
+    """
+    if not isinstance(tool, FunctionTool):
+        raise TypeError(f"safe_to_repeat marks agent-framework tools; apply @tool first, got {type(tool).__name__}.")
+    tool.additional_properties[SAFE_TO_REPEAT_KEY] = True
+    return tool
+
+
+class ReplayedToolError(Exception):
+    """A tool's failure as journaled, raised again on replay so core reports it as it did the first time."""
+
+
+class TurnCheckpoints:
+    """One run of one turn, journaled and replayed.
+
+    Args:
+        journal: The turn's journal.
+        agent_name: The agent, for logs and metrics.
+    """
+
+    def __init__(self, journal: TurnJournal, agent_name: str) -> None:
+        self.journal = journal
+        self.agent_name = agent_name
+        self.replayed = 0
+        self._calls = 0
+        self._broken = False
+
+    def install(self, agent: SupportsAgentRun) -> bool:
+        """Journal the model calls and tools of the entity's copy `agent`; False when it is not a core `Agent`
+        (it then runs unjournaled).
+
+        The copy gets its own copy of the chat client and its own middleware list: the caller's objects are
+        never changed.
+        """
+        if not isinstance(agent, Agent):
+            logger.info("Agent %r is not a core Agent; its turns run without checkpoints.", self.agent_name)
+            self._count_unavailable("unsupported_agent")
+            return False
+        client: Any = copy.copy(agent.client)
+        client._inner_get_response = self._model_calls(client._inner_get_response)
+        agent.client = client
+        agent.middleware = [*(agent.middleware or []), _ToolJournal(self)]
+        return True
+
+    def _model_calls(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+        """`inner` (one model call), replayed from the journal when it holds this call's response."""
+
+        def call(*, messages: Any, stream: bool, options: Mapping[str, Any], **kwargs: Any) -> Any:
+            self._calls += 1
+            number = self._calls
+            if stream:
+                return ResponseStream.from_awaitable(self._streamed_call(inner, number, messages, options, kwargs))
+            return self._call(inner, number, messages, options, kwargs)
+
+        return call
+
+    async def _call(
+        self, inner: Callable[..., Any], number: int, messages: Any, options: Mapping[str, Any], kwargs: dict[str, Any]
+    ) -> ChatResponse:
+        recorded = await self._recorded_response(number)
+        if recorded is not None:
+            return recorded
+        response: ChatResponse = await inner(messages=messages, stream=False, options=options, **kwargs)
+        await self._write(MODEL_RESPONSE, _response_entry(number, response))
+        return response
+
+    async def _streamed_call(
+        self, inner: Callable[..., Any], number: int, messages: Any, options: Mapping[str, Any], kwargs: dict[str, Any]
+    ) -> ResponseStream[Any, ChatResponse]:
+        recorded = await self._recorded_response(number)
+        if recorded is not None:
+            return _replayed_stream(recorded)
+        started = inner(messages=messages, stream=True, options=options, **kwargs)
+        stream: ResponseStream[Any, ChatResponse] = started if isinstance(started, ResponseStream) else await started
+
+        async def journal(response: ChatResponse) -> None:
+            await self._write(MODEL_RESPONSE, _response_entry(number, response))
+
+        return stream.with_result_hook(journal)
+
+    async def _recorded_response(self, number: int) -> ChatResponse | None:
+        entries = await self._entries()
+        entry = entries.responses.get(number) if entries is not None else None
+        if entry is None:
+            return None
+        self._count_replayed("model")
+        response = ChatResponse.from_dict(entry["response"])
+        response.additional_properties = dict(entry.get("properties") or {})
+        return response
+
+    async def tool_step(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        """Run one tool call: its journaled result, an approval request when it may have run, or the tool."""
+        call_id = context.metadata.get("call_id")
+        entries = await self._entries() if isinstance(call_id, str) else None
+        if entries is None or not isinstance(call_id, str):
+            await call_next()
+            return
+        result = entries.results.get(call_id)
+        if result is not None:
+            self._count_replayed("tool")
+            if "error" in result:
+                raise ReplayedToolError(result["error"])
+            context.result = [Content.from_dict(item) for item in result["contents"]]
+            return
+        if call_id in entries.started and not context.function.additional_properties.get(SAFE_TO_REPEAT_KEY):
+            logger.warning(
+                "Tool %r (call %s) of a re-run turn of %s started before the crash and saved no result; asking the "
+                "caller whether to run it again.",
+                context.function.name,
+                call_id,
+                self.agent_name,
+            )
+            context.result = _may_have_run_request(context, call_id)
+            return
+        await self._write(TOOL_STARTED, {"callId": call_id, "tool": context.function.name})
+        try:
+            await call_next()
+        except Exception as exc:
+            await self._write(TOOL_RESULT, {"callId": call_id, "error": str(exc)})
+            raise
+        contents = FunctionTool.parse_result(context.result)
+        await self._write(TOOL_RESULT, {"callId": call_id, "contents": [item.to_dict() for item in contents]})
+        context.result = contents
+
+    async def _entries(self) -> JournalEntries | None:
+        """The journal's entries by kind, or None once the journal failed (the turn then runs unjournaled)."""
+        if self._broken:
+            return None
+        try:
+            entries = await self.journal.entries()
+        except Exception as exc:
+            self._give_up("read", exc)
+            return None
+        return entries
+
+    async def _write(self, event: str, data: dict[str, Any]) -> None:
+        if self._broken:
+            return
+        try:
+            json.dumps(data, allow_nan=False)
+            await self.journal.write(event, data)
+        except Exception as exc:
+            self._give_up("write", exc)
+
+    def _give_up(self, action: str, exc: Exception) -> None:
+        """Stop journaling this run: the turn goes on as an unjournaled turn would (logged, counted)."""
+        self._broken = True
+        logger.warning(
+            "Could not %s the journal of a turn of %s (%s); the rest of the turn runs without checkpoints.",
+            action,
+            self.agent_name,
+            f"{type(exc).__name__}: {exc}"[:300],
+        )
+        self._count_unavailable(f"journal_{action}_failed")
+
+    def _count_replayed(self, step: str) -> None:
+        self.replayed += 1
+        telemetry().record_checkpoint_replay(agent=self.agent_name, step=step)
+
+    def _count_unavailable(self, reason: str) -> None:
+        telemetry().record_checkpoint_unavailable(agent=self.agent_name, reason=reason)
+
+
+class _ToolJournal(FunctionMiddleware):
+    """The innermost function middleware of a checkpointed turn: journals and replays each tool call."""
+
+    def __init__(self, checkpoints: TurnCheckpoints) -> None:
+        self.checkpoints = checkpoints
+
+    async def process(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        await self.checkpoints.tool_step(context, call_next)
+
+
+def _response_entry(number: int, response: ChatResponse) -> dict[str, Any]:
+    """The journal entry of model call `number`: the whole response core got, its own properties included."""
+    return {"call": number, "response": response.to_dict(), "properties": dict(response.additional_properties)}
+
+
+def _replayed_stream(response: ChatResponse) -> ResponseStream[Any, ChatResponse]:
+    """A journaled response as a stream: its messages' contents whole, at once, and the response itself as the end."""
+    updates = [
+        ChatResponseUpdate(
+            role=message.role,
+            contents=list(message.contents),
+            message_id=message.message_id,
+            response_id=response.response_id,
+            conversation_id=response.conversation_id,
+            author_name=message.author_name,
+            finish_reason=response.finish_reason,
+        )
+        for message in response.messages
+    ]
+
+    async def replay() -> Any:
+        for update in updates:
+            yield update
+
+    return ResponseStream(replay(), finalizer=lambda _: response)
+
+
+def _may_have_run_request(context: FunctionInvocationContext, call_id: str) -> Content:
+    """The approval request for a tool call that may have run: the call as the model made it, and why."""
+    arguments = context.arguments
+    if isinstance(arguments, BaseModel):
+        arguments = arguments.model_dump(mode="json")
+    occurrence = context.metadata.get("function_call_occurrence_id")
+    call = Content.from_function_call(
+        call_id=call_id,
+        name=context.function.name,
+        arguments=dict(arguments) if isinstance(arguments, Mapping) else arguments,
+        id=occurrence if isinstance(occurrence, str) else None,
+    )
+    return Content.from_function_approval_request(
+        id=call.id or call_id, function_call=call, additional_properties={"reason": MAY_HAVE_RUN_REASON}
+    )
