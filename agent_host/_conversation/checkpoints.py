@@ -131,14 +131,24 @@ class TurnCheckpoints:
     ) -> ResponseStream[Any, ChatResponse]:
         recorded = await self._recorded_response(number)
         if recorded is not None:
-            return _replayed_stream(recorded)
+            entries = await self._entries()
+            updates = entries.responses[number].get("updates", []) if entries is not None else []
+            return _replayed_stream([ChatResponseUpdate.from_dict(update) for update in updates], recorded)
         started = inner(messages=messages, stream=True, options=options, **kwargs)
         stream: ResponseStream[Any, ChatResponse] = started if isinstance(started, ResponseStream) else await started
+        # A streamed run's answer is built from the updates, not the final response: both are journaled.
+        updates: list[ChatResponseUpdate] = []
+
+        def keep(update: ChatResponseUpdate) -> ChatResponseUpdate:
+            updates.append(update)
+            return update
 
         async def journal(response: ChatResponse) -> None:
-            await self._write(MODEL_RESPONSE, _response_entry(number, response))
+            entry = _response_entry(number, response)
+            entry["updates"] = [update.to_dict() for update in updates]
+            await self._write(MODEL_RESPONSE, entry)
 
-        return stream.with_result_hook(journal)
+        return stream.with_transform_hook(keep).with_result_hook(journal)
 
     async def _recorded_response(self, number: int) -> ChatResponse | None:
         entries = await self._entries()
@@ -238,20 +248,8 @@ def _response_entry(number: int, response: ChatResponse) -> dict[str, Any]:
     return {"call": number, "response": response.to_dict(), "properties": dict(response.additional_properties)}
 
 
-def _replayed_stream(response: ChatResponse) -> ResponseStream[Any, ChatResponse]:
-    """A journaled response as a stream: its messages' contents whole, at once, and the response itself as the end."""
-    updates = [
-        ChatResponseUpdate(
-            role=message.role,
-            contents=list(message.contents),
-            message_id=message.message_id,
-            response_id=response.response_id,
-            conversation_id=response.conversation_id,
-            author_name=message.author_name,
-            finish_reason=response.finish_reason,
-        )
-        for message in response.messages
-    ]
+def _replayed_stream(updates: list[ChatResponseUpdate], response: ChatResponse) -> ResponseStream[Any, ChatResponse]:
+    """A journaled streamed model call: the same updates, at once, then the same response."""
 
     async def replay() -> Any:
         for update in updates:

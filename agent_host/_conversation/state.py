@@ -30,8 +30,10 @@ from .._retention_settings import RetentionSettings
 # Version 4: a turn record may say its answer is the structured output the turn asked for (`structured`), so a
 # later read shows its parsed value; a conversation imported from agent-framework-azurefunctions says where from
 # (`importedFrom`). Older code would refuse either, so the version says so.
-# Versions 1 to 3 are upgraded on read.
-SCHEMA_VERSION: Final = 4
+# Version 5: an approval request may say why the host asks (`reason`: a tool a turn re-run after a crash cannot
+# tell has run; docs/exactly-once.md). Older code would refuse the key.
+# Versions 1 to 4 are upgraded on read.
+SCHEMA_VERSION: Final = 5
 
 SCHEMA_VERSION_KEY = "schemaVersion"
 AGENT_KEY = "agent"
@@ -132,6 +134,9 @@ class ApprovalRequest(_StateModel):
     id: str
     tool_name: str
     arguments: Any = None
+    reason: str | None = Field(
+        default=None, description="Why the host asks, when it asks on its own (the tool may already have run)."
+    )
 
 
 class PendingApproval(ApprovalRequest):
@@ -211,7 +216,7 @@ class ImportRecord(_StateModel):
 class ConversationState(_StateModel):
     """Everything one conversation entity stores."""
 
-    schema_version: Literal[4] = SCHEMA_VERSION
+    schema_version: Literal[5] = SCHEMA_VERSION
     agent: str
     conversation_id: str
     created_at: int
@@ -427,10 +432,15 @@ def _upgraded_from_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 def _upgraded_from_v3(data: dict[str, Any]) -> dict[str, Any]:
     """Version 3 state in version 4's form: the same, as no version 3 record is structured output."""
+    return _upgraded_from_v4({**data, SCHEMA_VERSION_KEY: 4})
+
+
+def _upgraded_from_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 state in version 5's form: the same, as no version 4 approval request has a reason."""
     return {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
 
 
-_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2, 3: _upgraded_from_v3}
+_UPGRADES = {1: _upgraded_from_v1, 2: _upgraded_from_v2, 3: _upgraded_from_v3, 4: _upgraded_from_v4}
 
 # Each stored message field and the one type it has when written by this code (None allowed where not required).
 _MESSAGE_TYPES: dict[str, type] = {

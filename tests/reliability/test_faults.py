@@ -50,7 +50,7 @@ from agent_host._records import message_text, record_author
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 # One state as each schema version stored it: every version this host ever wrote must stay readable.
-SAMPLES = {version: ROOT / "tests" / "data" / f"state_v{version}_sample.json" for version in (1, 2, 3, 4)}
+SAMPLES = {version: ROOT / "tests" / "data" / f"state_v{version}_sample.json" for version in (1, 2, 3, 4, 5)}
 BASE = "/api/agents/assistant/conversations"
 ENTITY = "conversation_assistant"
 
