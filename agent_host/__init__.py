@@ -3,6 +3,7 @@
 from . import _python_version  # noqa: F401  (first: refuses an old Python before any newer syntax is read)
 from ._app import AgentFunctionApp
 from ._clock import Clock, SystemClock
+from ._conversation.checkpoints import safe_to_repeat
 from ._conversation.history import DurableHistoryProvider
 from ._errors import (
     AgentHostError,
@@ -81,4 +82,5 @@ __all__ = [
     "WorkflowNotFoundError",
     "WorkflowRetryPolicy",
     "chat_client_from_settings",
+    "safe_to_repeat",
 ]

@@ -18,7 +18,8 @@ from agent_framework import Message, tool
 from apps import build_app, driver_for, make_agent
 from chat_clients import ScriptedChatClient, StreamingChatClient
 
-from agent_host._conversation.checkpoints import MAY_HAVE_RUN_REASON, safe_to_repeat
+from agent_host import safe_to_repeat
+from agent_host._conversation.checkpoints import MAY_HAVE_RUN_REASON
 from agent_host._event_loop import AGENT_LOOP
 from agent_host._streaming.journal import journal_key
 from agent_host._streaming.sqlite_store import SqliteStreamStore
