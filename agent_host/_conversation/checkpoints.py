@@ -24,9 +24,11 @@ from agent_framework import (
     FunctionInvocationContext,
     FunctionMiddleware,
     FunctionTool,
+    MiddlewareException,
     ResponseStream,
     SupportsAgentRun,
 )
+from agent_framework.exceptions import UserInputRequiredException
 from pydantic import BaseModel
 
 from .._streaming.journal import MODEL_RESPONSE, TOOL_RESULT, TOOL_STARTED, JournalEntries, TurnJournal
@@ -43,6 +45,8 @@ MAY_HAVE_RUN_REASON = (
 """The `reason` of the approval request a re-run turn asks for a tool it cannot tell has run."""
 
 ToolT = TypeVar("ToolT", bound=FunctionTool)
+# What core raises through function middleware to steer the run (end it, fail it, ask the user), not tool failures.
+_CONTROL_FLOW = (MiddlewareException, UserInputRequiredException)
 
 
 def safe_to_repeat(tool: ToolT) -> ToolT:
@@ -64,7 +68,7 @@ def safe_to_repeat(tool: ToolT) -> ToolT:
     """
     if not isinstance(tool, FunctionTool):
         raise TypeError(f"safe_to_repeat marks agent-framework tools; apply @tool first, got {type(tool).__name__}.")
-    tool.additional_properties[SAFE_TO_REPEAT_KEY] = True
+    tool.additional_properties = {**(tool.additional_properties or {}), SAFE_TO_REPEAT_KEY: True}
     return tool
 
 
@@ -119,9 +123,9 @@ class TurnCheckpoints:
     async def _call(
         self, inner: Callable[..., Any], number: int, messages: Any, options: Mapping[str, Any], kwargs: dict[str, Any]
     ) -> ChatResponse:
-        recorded = await self._recorded_response(number)
+        recorded = await self._recorded(number)
         if recorded is not None:
-            return recorded
+            return _response_from(recorded)
         response: ChatResponse = await inner(messages=messages, stream=False, options=options, **kwargs)
         await self._write(MODEL_RESPONSE, _response_entry(number, response))
         return response
@@ -129,36 +133,33 @@ class TurnCheckpoints:
     async def _streamed_call(
         self, inner: Callable[..., Any], number: int, messages: Any, options: Mapping[str, Any], kwargs: dict[str, Any]
     ) -> ResponseStream[Any, ChatResponse]:
-        recorded = await self._recorded_response(number)
+        recorded = await self._recorded(number)
         if recorded is not None:
-            entries = await self._entries()
-            updates = entries.responses[number].get("updates", []) if entries is not None else []
-            return _replayed_stream([ChatResponseUpdate.from_dict(update) for update in updates], recorded)
+            updates = [ChatResponseUpdate.from_dict(update) for update in recorded.get("updates", [])]
+            return _replayed_stream(updates, _response_from(recorded))
         started = inner(messages=messages, stream=True, options=options, **kwargs)
         stream: ResponseStream[Any, ChatResponse] = started if isinstance(started, ResponseStream) else await started
         # A streamed run's answer is built from the updates, not the final response: both are journaled.
-        updates: list[ChatResponseUpdate] = []
+        seen: list[ChatResponseUpdate] = []
 
         def keep(update: ChatResponseUpdate) -> ChatResponseUpdate:
-            updates.append(update)
+            seen.append(update)
             return update
 
         async def journal(response: ChatResponse) -> None:
             entry = _response_entry(number, response)
-            entry["updates"] = [update.to_dict() for update in updates]
+            entry["updates"] = [update.to_dict() for update in seen]
             await self._write(MODEL_RESPONSE, entry)
 
         return stream.with_transform_hook(keep).with_result_hook(journal)
 
-    async def _recorded_response(self, number: int) -> ChatResponse | None:
+    async def _recorded(self, number: int) -> dict[str, Any] | None:
+        """The journal entry of model call `number`, or None when the journal does not hold it."""
         entries = await self._entries()
         entry = entries.responses.get(number) if entries is not None else None
-        if entry is None:
-            return None
-        self._count_replayed("model")
-        response = ChatResponse.from_dict(entry["response"])
-        response.additional_properties = dict(entry.get("properties") or {})
-        return response
+        if entry is not None:
+            self._count_replayed("model")
+        return entry
 
     async def tool_step(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
         """Run one tool call: its journaled result, an approval request when it may have run, or the tool."""
@@ -174,7 +175,8 @@ class TurnCheckpoints:
                 raise ReplayedToolError(result["error"])
             context.result = [Content.from_dict(item) for item in result["contents"]]
             return
-        if call_id in entries.started and not context.function.additional_properties.get(SAFE_TO_REPEAT_KEY):
+        repeatable = (context.function.additional_properties or {}).get(SAFE_TO_REPEAT_KEY)
+        if call_id in entries.started and not repeatable:
             logger.warning(
                 "Tool %r (call %s) of a re-run turn of %s started before the crash and saved no result; asking the "
                 "caller whether to run it again.",
@@ -187,6 +189,8 @@ class TurnCheckpoints:
         await self._write(TOOL_STARTED, {"callId": call_id, "tool": context.function.name})
         try:
             await call_next()
+        except _CONTROL_FLOW:
+            raise  # core's own signals are not results: a re-run asks about the tool as about one in flight
         except Exception as exc:
             await self._write(TOOL_RESULT, {"callId": call_id, "error": str(exc)})
             raise
@@ -246,6 +250,13 @@ class _ToolJournal(FunctionMiddleware):
 def _response_entry(number: int, response: ChatResponse) -> dict[str, Any]:
     """The journal entry of model call `number`: the whole response core got, its own properties included."""
     return {"call": number, "response": response.to_dict(), "properties": dict(response.additional_properties)}
+
+
+def _response_from(entry: dict[str, Any]) -> ChatResponse:
+    """The response a journal entry holds, its own properties restored (`to_dict` leaves them out)."""
+    response = ChatResponse.from_dict(entry["response"])
+    response.additional_properties = dict(entry.get("properties") or {})
+    return response
 
 
 def _replayed_stream(updates: list[ChatResponseUpdate], response: ChatResponse) -> ResponseStream[Any, ChatResponse]:

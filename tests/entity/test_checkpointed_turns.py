@@ -251,3 +251,22 @@ def test_a_streamed_turn_re_run_after_a_crash_replays_its_journal_at_once_then_s
         ("tool.result", "booked Oslo #1"),
         ("message.delta", "tool said booked Oslo #1"),
     ]
+
+
+def test_declining_a_tool_that_may_have_run_tells_the_model_without_running_it(store: SqliteStreamStore) -> None:
+    bookings = Bookings()
+    bookings.crash_after_booking = True
+    first, _ = run_turn_in_new_process(store, bookings, ScriptedChatClient(), None)
+    with pytest.raises(Crash):
+        first.send(("run", TURN))
+    bookings.crash_after_booking = False
+    again, client = run_turn_in_new_process(store, bookings, ScriptedChatClient(), first.state)
+    again.send(("run", TURN))
+    (request,) = again.decoded()["turns"]["t1"]["approvalRequests"]
+
+    (result,) = again.send(("run", {"turnId": "t2", "approvals": [{"id": request["id"], "approved": False}]}))
+
+    assert not result["isError"], result
+    assert bookings.count == 1
+    assert again.decoded()["turns"]["t2"]["status"] == "completed"
+    assert len(client.calls) == 1 and client.calls[0][-1].role == "tool"
