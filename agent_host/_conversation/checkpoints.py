@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -33,6 +34,7 @@ from pydantic import BaseModel
 
 from .._streaming.journal import MODEL_RESPONSE, TOOL_RESULT, TOOL_STARTED, JournalEntries, TurnJournal
 from .._telemetry import telemetry
+from .state import JOURNALED_TURNS_KEY, StoredState
 
 logger = logging.getLogger("agent_host.checkpoints")
 
@@ -70,6 +72,30 @@ def safe_to_repeat(tool: ToolT) -> ToolT:
         raise TypeError(f"safe_to_repeat marks agent-framework tools; apply @tool first, got {type(tool).__name__}.")
     tool.additional_properties = {**(tool.additional_properties or {}), SAFE_TO_REPEAT_KEY: True}
     return tool
+
+
+# The turns each batch of entity operations ran, by the host's context of that batch: their commit is not certain
+# until the batch is committed, so their journals must outlive it (Durable Functions has no after-commit hook).
+_BATCH_TURNS: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def settled_journals(batch: Any, state: StoredState) -> list[str]:
+    """The turns whose journals can go now: listed in `state` and committed by an earlier batch than `batch`."""
+    ran = _BATCH_TURNS.get(batch, set())
+    return [turn_id for turn_id in state.get(JOURNALED_TURNS_KEY, ()) if turn_id not in ran]
+
+
+def list_journal(batch: Any, state: StoredState, turn_id: str, *, journaled: bool, settled: list[str]) -> None:
+    """Record in `state` (in place) that `batch` ran `turn_id`, with a journal when `journaled`, and that the
+    journals of `settled` turns are gone."""
+    _BATCH_TURNS.setdefault(batch, set()).add(turn_id)
+    listed = [known for known in state.get(JOURNALED_TURNS_KEY, ()) if known not in settled and known != turn_id]
+    if journaled:
+        listed.append(turn_id)
+    if listed:
+        state[JOURNALED_TURNS_KEY] = listed
+    else:
+        state.pop(JOURNALED_TURNS_KEY, None)
 
 
 class ReplayedToolError(Exception):

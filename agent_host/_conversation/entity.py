@@ -40,7 +40,7 @@ from .._streaming.journal import TurnJournal, journal_key
 from .._structured_output import structured_value
 from .._telemetry import telemetry
 from .approvals import answer_contents, answered_approvals, pending_from_response, remaining_after
-from .checkpoints import TurnCheckpoints
+from .checkpoints import TurnCheckpoints, list_journal, settled_journals
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import (
     BUFFER_KEY,
@@ -63,6 +63,7 @@ from .state import (
     DELETED_KEY,
     EXPIRED_TURNS_KEY,
     IMPORTED_FROM_KEY,
+    JOURNALED_TURNS_KEY,
     MESSAGES_KEY,
     PENDING_APPROVALS_KEY,
     RETENTION_KEY,
@@ -179,7 +180,6 @@ class ConversationEntity:
         state, stored_bytes = self._load_state(context, raw)
         if turn_id in state.get(TURNS_KEY, {}):
             # Signals arrive at least once: a known turn id returns its recorded result (architecture.md, failure 9).
-            self._delete_streams(context, (), settled=[turn_id])
             context.set_result(run_result(state, turn_id, reply=request.reply, duplicate=True))
             return
         if turn_id in state.get(EXPIRED_TURNS_KEY, ()):
@@ -205,9 +205,11 @@ class ConversationEntity:
         started = time.perf_counter()
         streamed = self._streamed_turn(context, request)
         checkpoints = self._turn_checkpoints(context, request)
+        settled = settled_journals(context, state)
         committed = self.run_turn(
             state, context.entity_key, request, stored_bytes=stored_bytes, streamed=streamed, checkpoints=checkpoints
         )
+        list_journal(context, committed, turn_id, journaled=checkpoints is not None, settled=settled)
         committed, text = retain_after_turn(
             committed,
             committed[TURNS_KEY][turn_id],
@@ -215,11 +217,7 @@ class ConversationEntity:
             text=CONVERSATION_CACHE.encode(self.agent_name, context.entity_key, committed),
             receipts=self._receipts(turn_id),
         )
-        self._delete_streams(
-            context,
-            set(state.get(TURNS_KEY, {})).difference(committed[TURNS_KEY]),
-            settled=list(state.get(TURNS_KEY, {}))[-1:],
-        )
+        self._delete_streams(context, set(state.get(TURNS_KEY, {})).difference(committed[TURNS_KEY]), settled)
         CONVERSATION_CACHE.remember(self.agent_name, context.entity_key, committed, text)
         write_raw_state(context, text)
         context.set_result(run_result(committed, turn_id, reply=request.reply))
@@ -269,19 +267,17 @@ class ConversationEntity:
         return TurnCheckpoints(TurnJournal(store, key), self.agent_name)
 
     def _delete_streams(
-        self, context: df.DurableEntityContext, turn_ids: Iterable[str], *, settled: Iterable[str] = ()
+        self, context: df.DurableEntityContext, turn_ids: Iterable[str], journals_of: Iterable[str] = ()
     ) -> None:
-        """Delete the streams and journals of turns whose receipts are gone, and the journals of `settled` turns
-        (committed by an earlier batch); best effort, as a missing stream is replayed from its receipt, a stream
-        without a receipt is never read, and a journal is read only by a turn with no receipt yet.
+        """Delete the streams of turns whose receipts are gone, and the journals of `journals_of`; best effort, as a
+        missing stream is replayed from its receipt, a stream without a receipt is never read, and a journal left
+        behind is read by no turn (a turn with a receipt never runs again).
 
-        A turn's own journal waits for a later operation: until the host has committed this batch, a crash may
-        still run the turn again (Durable Functions has no hook after the commit).
+        Only journals of turns an earlier batch committed are deleted (`settled_journals`): until the host has
+        committed this batch, a crash may still run its turns again.
         """
         streams = [stream_key(context.entity_name, context.entity_key, turn_id) for turn_id in sorted(turn_ids)]
-        journals = [stream_key(context.entity_name, context.entity_key, turn_id) for turn_id in settled]
-        if self.checkpoints:
-            streams += [journal_key(stream) for stream in [*streams, *journals]]
+        streams += [journal_key(stream_key(context.entity_name, context.entity_key, turn)) for turn in journals_of]
         store = self.stream_store() if streams and self.stream_store is not None else None
         if store is None:
             return
@@ -501,7 +497,7 @@ class ConversationEntity:
         }
         tombstone = with_applied_delete(tombstone, request.change_id)
         if existed:
-            self._delete_streams(context, tombstone[DELETED_KEY]["turns"])
+            self._delete_streams(context, tombstone[DELETED_KEY]["turns"], before.get(JOURNALED_TURNS_KEY, ()))
         write_raw_state(context, encode_state(tombstone))
         context.set_result({"deleted": True})
 

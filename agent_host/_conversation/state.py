@@ -31,7 +31,8 @@ from .._retention_settings import RetentionSettings
 # later read shows its parsed value; a conversation imported from agent-framework-azurefunctions says where from
 # (`importedFrom`). Older code would refuse either, so the version says so.
 # Version 5: an approval request may say why the host asks (`reason`: a tool a turn re-run after a crash cannot
-# tell has run; docs/exactly-once.md). Older code would refuse the key.
+# tell has run), and the turns whose checkpoint journals may still exist are listed (`journaledTurns`) so a later
+# operation deletes them once their commit is certain (docs/exactly-once.md). Older code would refuse either key.
 # Versions 1 to 4 are upgraded on read.
 SCHEMA_VERSION: Final = 5
 
@@ -61,6 +62,8 @@ MAX_FAILED_INPUT_CHARACTERS = 1000
 STRUCTURED_KEY = "structured"
 # Where a conversation's first messages came from when it was imported from agent-framework-azurefunctions.
 IMPORTED_FROM_KEY = "importedFrom"
+# The turns whose checkpoint journals may still be in the turn stream store.
+JOURNALED_TURNS_KEY = "journaledTurns"
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
 MAX_APPLIED_CHANGES = 16
 
@@ -251,6 +254,13 @@ class ConversationState(_StateModel):
     )
     imported_from: ImportRecord | None = Field(
         default=None, description="Present when the conversation was imported from agent-framework-azurefunctions."
+    )
+    journaled_turns: list[str] | None = Field(
+        default=None,
+        description=(
+            "Turns whose checkpoint journals may still be in the turn stream store; a later operation deletes them "
+            "once the batch that committed them is certain."
+        ),
     )
 
 

@@ -196,13 +196,22 @@ def test_the_journal_is_deleted_once_the_turns_commit_is_certain(store: SqliteSt
     assert journal(store) == []
 
 
-def test_a_redelivery_of_a_committed_turn_deletes_its_journal(store: SqliteStreamStore) -> None:
-    driver, _ = run_turn_in_new_process(store, Bookings(), ScriptedChatClient(), None)
-    driver.send(("run", TURN))
+def test_a_turns_journal_outlives_the_batch_that_ran_it_until_that_batch_is_committed(
+    store: SqliteStreamStore,
+) -> None:
+    bookings = Bookings()
+    second = {"turnId": "t2", "message": "thanks"}
+    lost, _ = run_turn_in_new_process(store, bookings, ScriptedChatClient(), None)
+    lost.send(("run", TURN), ("run", second))  # one batch; the host crashes before committing it
+    assert journal(store) != []
 
-    driver.send(("run", TURN))
+    again, client = run_turn_in_new_process(store, bookings, ScriptedChatClient(), None)
+    again.send(("run", TURN), ("run", second))  # the batch delivered again
+    assert bookings.count == 1 and len(client.calls) == 0  # both turns replayed whole from their journals
+    again.send(("run", {"turnId": "t3", "message": "bye"}))
 
     assert journal(store) == []
+    assert again.decoded()["journaledTurns"] == ["t3"]
 
 
 def test_checkpoints_off_for_an_agent_writes_no_journal(store: SqliteStreamStore) -> None:

@@ -66,7 +66,9 @@ def run(driver: Any, turn_id: str, message: str, *, stream: bool = True) -> dict
 def test_a_streamed_turn_writes_its_text_word_by_word_and_stores_what_a_waited_turn_stores() -> None:
     store = MemoryTurnStreamStore()
     streamed = driver_for(build_app(make_agent(StreamingChatClient()), stream_store=store), "assistant")
-    waited = driver_for(build_app(make_agent(StreamingChatClient())), "assistant")
+    # A store of its own too: both sides keep checkpoint journals, so both states list them.
+    waited_app = build_app(make_agent(StreamingChatClient()), stream_store=MemoryTurnStreamStore())
+    waited = driver_for(waited_app, "assistant")
 
     for turn_id, text in [("t1", "My name is Ada and I like long walks"), ("t2", "What is my name?")]:
         run(streamed, turn_id, text)
