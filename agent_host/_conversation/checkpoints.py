@@ -5,7 +5,7 @@ Installed on the entity's copy of a core `Agent`: the model calls are journaled 
 (`_inner_get_response`, below core's call-level compaction, so compaction runs on replay exactly as it ran), and the
 tools by the innermost function middleware. Replay hands core the very response or result it got the first time,
 so core builds the same transcript. A store that fails makes the rest of the turn run unjournaled, as before.
-Knows core's client and middleware seams and the journal, nothing about the entity's state or HTTP.
+Knows core's client and middleware seams, the journal, and the one state key listing journals; nothing of HTTP.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from agent_framework import (
 from agent_framework.exceptions import UserInputRequiredException
 from pydantic import BaseModel
 
-from .._streaming.journal import MODEL_RESPONSE, TOOL_RESULT, TOOL_STARTED, JournalEntries, TurnJournal
+from .._streaming.journal import MODEL_RESPONSE, TOOL_RESULT, TOOL_STARTED, JournalEntries, TurnJournal, tool_key
 from .._telemetry import telemetry
 from .state import JOURNALED_TURNS_KEY, StoredState
 
@@ -113,13 +113,12 @@ class TurnCheckpoints:
     def __init__(self, journal: TurnJournal, agent_name: str) -> None:
         self.journal = journal
         self.agent_name = agent_name
-        self.replayed = 0
         self._calls = 0
         self._broken = False
 
-    def install(self, agent: SupportsAgentRun) -> bool:
-        """Journal the model calls and tools of the entity's copy `agent`; False when it is not a core `Agent`
-        (it then runs unjournaled).
+    def install(self, agent: SupportsAgentRun) -> None:
+        """Journal the model calls and tools of the entity's copy `agent`; one that is not a core `Agent` runs
+        unjournaled (logged, counted).
 
         The copy gets its own copy of the chat client and its own middleware list: the caller's objects are
         never changed.
@@ -127,12 +126,11 @@ class TurnCheckpoints:
         if not isinstance(agent, Agent):
             logger.info("Agent %r is not a core Agent; its turns run without checkpoints.", self.agent_name)
             self._count_unavailable("unsupported_agent")
-            return False
+            return
         client: Any = copy.copy(agent.client)
         client._inner_get_response = self._model_calls(client._inner_get_response)
         agent.client = client
         agent.middleware = [*(agent.middleware or []), _ToolJournal(self)]
-        return True
 
     def _model_calls(self, inner: Callable[..., Any]) -> Callable[..., Any]:
         """`inner` (one model call), replayed from the journal when it holds this call's response."""
@@ -194,7 +192,9 @@ class TurnCheckpoints:
         if entries is None or not isinstance(call_id, str):
             await call_next()
             return
-        result = entries.results.get(call_id)
+        # Keyed by the model call that asked too: some services number their calls anew in every response.
+        key = tool_key(self._calls, call_id)
+        result = entries.results.get(key)
         if result is not None:
             self._count_replayed("tool")
             if "error" in result:
@@ -202,7 +202,7 @@ class TurnCheckpoints:
             context.result = [Content.from_dict(item) for item in result["contents"]]
             return
         repeatable = (context.function.additional_properties or {}).get(SAFE_TO_REPEAT_KEY)
-        if call_id in entries.started and not repeatable:
+        if key in entries.started and not repeatable:
             logger.warning(
                 "Tool %r (call %s) of a re-run turn of %s started before the crash and saved no result; asking the "
                 "caller whether to run it again.",
@@ -212,16 +212,17 @@ class TurnCheckpoints:
             )
             context.result = _may_have_run_request(context, call_id)
             return
-        await self._write(TOOL_STARTED, {"callId": call_id, "tool": context.function.name})
+        step = {"callId": call_id, "afterCall": self._calls}
+        await self._write(TOOL_STARTED, {**step, "tool": context.function.name})
         try:
             await call_next()
         except _CONTROL_FLOW:
             raise  # core's own signals are not results: a re-run asks about the tool as about one in flight
         except Exception as exc:
-            await self._write(TOOL_RESULT, {"callId": call_id, "error": str(exc)})
+            await self._write(TOOL_RESULT, {**step, "error": str(exc)})
             raise
         contents = FunctionTool.parse_result(context.result)
-        await self._write(TOOL_RESULT, {"callId": call_id, "contents": [item.to_dict() for item in contents]})
+        await self._write(TOOL_RESULT, {**step, "contents": [item.to_dict() for item in contents]})
         context.result = contents
 
     async def _entries(self) -> JournalEntries | None:
@@ -256,7 +257,6 @@ class TurnCheckpoints:
         self._count_unavailable(f"journal_{action}_failed")
 
     def _count_replayed(self, step: str) -> None:
-        self.replayed += 1
         telemetry().record_checkpoint_replay(agent=self.agent_name, step=step)
 
     def _count_unavailable(self, reason: str) -> None:

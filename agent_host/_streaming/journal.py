@@ -27,14 +27,19 @@ def journal_key(stream: str) -> str:
     return f"{stream}{JOURNAL_SUFFIX}"
 
 
+def tool_key(after_call: int, call_id: str) -> str:
+    """A tool call's key in a journal: the number of the model call that asked for it (0 before any), and its id."""
+    return f"{after_call}/{call_id}"
+
+
 @dataclass
 class JournalEntries:
     """What a journal holds, by step.
 
     Attributes:
         responses: Each journaled model response's data, by the model call's number within the turn (from 1).
-        started: The call ids of the tools whose start was journaled.
-        results: Each journaled tool result's data, by call id.
+        started: The keys (`tool_key`) of the tool calls whose start was journaled.
+        results: Each journaled tool result's data, by its call's key.
         last_id: The id of the journal's last entry (0 when empty).
     """
 
@@ -49,9 +54,9 @@ class JournalEntries:
         if event.event == MODEL_RESPONSE:
             self.responses[int(event.data["call"])] = event.data
         elif event.event == TOOL_STARTED:
-            self.started.add(str(event.data["callId"]))
+            self.started.add(tool_key(int(event.data["afterCall"]), str(event.data["callId"])))
         elif event.event == TOOL_RESULT:
-            self.results[str(event.data["callId"])] = event.data
+            self.results[tool_key(int(event.data["afterCall"]), str(event.data["callId"]))] = event.data
 
 
 class TurnJournal:

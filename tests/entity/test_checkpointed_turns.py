@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_framework import Message, tool
+from agent_framework import Content, Message, tool
 from apps import build_app, driver_for, make_agent
 from chat_clients import ScriptedChatClient, StreamingChatClient
 
@@ -279,3 +279,31 @@ def test_declining_a_tool_that_may_have_run_tells_the_model_without_running_it(s
     assert bookings.count == 1
     assert again.decoded()["turns"]["t2"]["status"] == "completed"
     assert len(client.calls) == 1 and client.calls[0][-1].role == "tool"
+
+
+def test_tool_calls_a_service_numbers_anew_in_each_response_replay_their_own_results(
+    store: SqliteStreamStore,
+) -> None:
+    def same_id_twice(messages: list[Message], options: Mapping[str, Any]) -> Message:
+        results = [c.result for m in messages for c in m.contents if c.type == "function_result"]
+        if len(results) < 2:  # two bookings, one per response, each called "call-0"
+            return Message(
+                "assistant", [Content.from_function_call("call-0", "book_flight", arguments={"city": "Oslo"})]
+            )
+        if crash_now:
+            raise Crash
+        return Message("assistant", [" and ".join(results)])
+
+    crash_now = True
+    bookings = Bookings()
+    first, _ = run_turn_in_new_process(store, bookings, ScriptedChatClient(same_id_twice), None)
+    with pytest.raises(Crash):
+        first.send(("run", TURN))
+    crash_now = False
+
+    again, _ = run_turn_in_new_process(store, bookings, ScriptedChatClient(same_id_twice), first.state)
+    again.send(("run", TURN))
+
+    assert bookings.count == 2
+    texts = [message.get("text") for message in again.decoded()["messages"]]
+    assert texts[-1] == "booked Oslo #1 and booked Oslo #2"

@@ -16,10 +16,10 @@ async def first_run(store: TurnStreamStore, key: str, response: dict[str, Any]) 
     await journal.write(MODEL_RESPONSE, {"call": 1, "response": response})
     # Concurrent tool calls: ids are taken in order, so none of the writes is skipped as a repeat.
     await asyncio.gather(
-        journal.write(TOOL_STARTED, {"callId": "a", "tool": "book"}),
-        journal.write(TOOL_STARTED, {"callId": "b", "tool": "book"}),
+        journal.write(TOOL_STARTED, {"callId": "a", "afterCall": 1, "tool": "book"}),
+        journal.write(TOOL_STARTED, {"callId": "b", "afterCall": 1, "tool": "book"}),
     )
-    await journal.write(TOOL_RESULT, {"callId": "a", "contents": [{"type": "text", "text": "booked"}]})
+    await journal.write(TOOL_RESULT, {"callId": "a", "afterCall": 1, "contents": [{"type": "text", "text": "ok"}]})
     return journal.writes
 
 
@@ -33,8 +33,8 @@ def test_a_re_run_reads_back_every_step_its_first_run_journaled(store: TurnStrea
 
     assert writes == 4  # one store write per step
     assert entries.responses == {1: {"call": 1, "response": response}}
-    assert entries.started == {"a", "b"}
-    assert list(entries.results) == ["a"] and entries.last_id == 4
+    assert entries.started == {"1/a", "1/b"}
+    assert list(entries.results) == ["1/a"] and entries.last_id == 4
 
 
 def test_deleting_a_journal_leaves_its_turns_stream(store: TurnStreamStore, stream: str) -> None:
