@@ -33,6 +33,7 @@ from test_serve_command import ROOT, free_port
 
 from agent_host import HostSettings, OfflineChatClient
 from agent_host._conversation.turn_records import new_turn_id
+from agent_host._streaming.journal import JOURNAL_SUFFIX
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 AGENT_PATH = "/api/agents/assistant/conversations"
@@ -128,7 +129,8 @@ def test_a_waited_turn_streams_from_its_receipt(host: Host) -> None:
         "text": "reply 1: no stream asked",
     }
     assert events[-1].data == reply.json()
-    assert host.store.streams == {}
+    # Its checkpoint journal is in the store, under its own key; no stream is.
+    assert [key for key in host.store.streams if not key.endswith(JOURNAL_SUFFIX)] == []
 
 
 def test_unknown_expired_and_bad_last_event_id_are_refused_before_the_stream(tmp_path: Path) -> None:
