@@ -39,6 +39,7 @@ from ._streaming.store_errors import StreamStoreNotConfiguredError, StreamStoreU
 
 if typing.TYPE_CHECKING:
     from ._app import AgentFunctionApp
+    from ._conversation.checkpoints import safe_to_repeat
     from ._conversation.history import DurableHistoryProvider
     from ._offline import OfflineChatClient
     from ._retention_settings import RetentionSettings
@@ -60,6 +61,7 @@ _LAZY: dict[str, str] = {
     "WorkflowHitlContext": "._workflows.hitl_context",
     "WorkflowRetryPolicy": "._workflows.registration",
     "chat_client_from_settings": "._settings",
+    "safe_to_repeat": "._conversation.checkpoints",
 }
 
 
@@ -127,4 +129,5 @@ __all__ = [
     "WorkflowNotFoundError",
     "WorkflowRetryPolicy",
     "chat_client_from_settings",
+    "safe_to_repeat",
 ]

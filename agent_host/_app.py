@@ -223,6 +223,7 @@ class AgentFunctionApp(df.DFApp):
         state_types: Sequence[type] = (),
         conversation_ttl: datetime.timedelta | float | None = None,
         approval_ttl: datetime.timedelta | float | None = None,
+        checkpoints: bool | None = None,
     ) -> None:
         """Register an agent: its conversation entity, reachable under `/api/agents/{name}/...`.
 
@@ -247,6 +248,8 @@ class AgentFunctionApp(df.DFApp):
                 seconds, at most a year); once it has passed, the conversation's next turn declines it. None or 0:
                 approvals wait until answered. A turn's `approvalTtlSeconds` overrides it
                 (docs/sessions-and-approvals.md).
+            checkpoints: Journal each model response and tool result of this agent's turns, so a turn re-run after
+                a crash repeats at most the step in flight; None follows `AGENT_HOST_CHECKPOINTS` (on).
 
         Raises:
             ValueError: the name is missing, invalid or taken by another agent, a state type's id is taken, or a
@@ -290,6 +293,7 @@ class AgentFunctionApp(df.DFApp):
             callback=callback or self.default_callback,
             turn_error_details=self.settings.turn_error_details,
             approval_ttl_seconds=approval_ttl_seconds,
+            checkpoints=self.settings.checkpoints if checkpoints is None else checkpoints,
         )
         http_enabled = self.enable_http_endpoints if enable_http_endpoint is None else bool(enable_http_endpoint)
         mcp_enabled = self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else bool(enable_mcp_tool_trigger)
@@ -403,6 +407,7 @@ class AgentFunctionApp(df.DFApp):
             clock=self.clock,
             stream_store=self._stream_store,
             turn_error_details=self.settings.turn_error_details,
+            checkpoints=self.settings.checkpoints,
             # As agent-framework-azurefunctions: the app's default callback watches the nodes' turns too.
             callback=self.default_callback,
         )

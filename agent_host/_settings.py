@@ -28,6 +28,7 @@ RETENTION_MODE_SETTING = "AGENT_HOST_RETENTION_MODE"
 MAX_STATE_BYTES_SETTING = "AGENT_HOST_MAX_STATE_BYTES"
 CONVERSATION_TTL_SETTING = "AGENT_HOST_CONVERSATION_TTL"
 TURN_ERROR_DETAILS_SETTING = "AGENT_HOST_TURN_ERROR_DETAILS"
+CHECKPOINTS_SETTING = "AGENT_HOST_CHECKPOINTS"
 SWITCH_ON = frozenset({"1", "true", "yes", "on"})
 SWITCH_OFF = frozenset({"", "0", "false", "no", "off"})
 STATE_CACHE_SETTING = "AGENT_HOST_STATE_CACHE_MB"
@@ -53,6 +54,9 @@ class HostSettings:
             is deleted; 0 never. `AGENT_HOST_CONVERSATION_TTL` (docs/retention.md, "Idle conversations expire").
         turn_error_details: A failed turn's error says why it failed (the exception's kind and text, without
             secrets), not just its type. `AGENT_HOST_TURN_ERROR_DETAILS`: on under `serve`, off unless set elsewhere.
+        checkpoints: Journal each model response and tool result of a running turn in the turn stream store, so a
+            re-run after a crash repeats at most the step in flight (docs/exactly-once.md). `AGENT_HOST_CHECKPOINTS`:
+            on unless set to 0; `add_agent(checkpoints=...)` per agent.
         durable_task_scheduler: Whether the app runs on the Durable Task Scheduler, which caps entity ids at 100
             characters: `DURABLE_TASK_SCHEDULER_CONNECTION_STRING` is set (the deployment writes it for that backend
             only; docs/scaling.md, "Instance ids").
@@ -70,6 +74,7 @@ class HostSettings:
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     conversation_ttl_seconds: float = DEFAULT_CONVERSATION_TTL_SECONDS
     turn_error_details: bool = False
+    checkpoints: bool = True
     durable_task_scheduler: bool = False
     state_cache_mb: int = DEFAULT_STATE_CACHE_MB
 
@@ -110,6 +115,9 @@ class HostSettings:
             turn_error_details=switch_setting(
                 env, TURN_ERROR_DETAILS_SETTING, "to say in a failed turn's error why it failed", "to say its type only"
             ),
+            # On unless switched off: unlike the other switches, unset means on.
+            checkpoints=not env.get(CHECKPOINTS_SETTING)
+            or switch_setting(env, CHECKPOINTS_SETTING, "to checkpoint each step of a turn", "to run turns whole"),
             durable_task_scheduler=bool(env.get(SCHEDULER_CONNECTION_SETTING)),
             state_cache_mb=_megabytes(env, STATE_CACHE_SETTING, defaults.state_cache_mb),
         )

@@ -41,6 +41,16 @@ class TurnTelemetry:
             unit="{turn}",
             description="Turns refused or flagged because a conversation is over its byte budget.",
         )
+        self.checkpoint_replays = meter.create_counter(
+            "agent_host.checkpoints.replayed_steps",
+            unit="{step}",
+            description="Model calls and tool calls a re-run turn took from its journal instead of repeating them.",
+        )
+        self.checkpoint_unavailable = meter.create_counter(
+            "agent_host.checkpoints.unavailable",
+            unit="{turn}",
+            description="Turns (or their rest) run without checkpoints: no store, a failing store, another agent type.",
+        )
 
     def record_turn(
         self,
@@ -91,6 +101,14 @@ class TurnTelemetry:
     def record_expiry(self, *, agent: str) -> None:
         """Count one conversation deleted for being idle (the deletion's log line is retention's)."""
         self.expired_conversations.add(1, {"agent": agent})
+
+    def record_checkpoint_replay(self, *, agent: str, step: str) -> None:
+        """Count one step (`model` or `tool`) replayed from a turn's journal."""
+        self.checkpoint_replays.add(1, {"agent": agent, "step": step})
+
+    def record_checkpoint_unavailable(self, *, agent: str, reason: str) -> None:
+        """Count one turn that ran, or went on, without checkpoints, and why (a bounded code)."""
+        self.checkpoint_unavailable.add(1, {"agent": agent, "reason": reason})
 
 
 _telemetry: TurnTelemetry | None = None

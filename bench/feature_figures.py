@@ -130,6 +130,36 @@ def _streaming_cost(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _checkpoint_cost(figures: dict[str, Any]) -> list[str]:
+    lines = [
+        "Journal writes of one turn (an instant model calling a tool once per model call, then answering):",
+        "",
+        "| tool calls | model calls | journal writes | a model call | a tool call (start, result) | next operation |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {row['tools']} | {row['model_calls']} | {row['appends']} | {row['per_model_call']:g} "
+        f"| {row['per_tool_call']:g} | {row['deletes_next_operation']} delete |"
+        for row in figures["writes"]
+    ]
+    lines += [
+        "",
+        f"Wall time a turn with checkpoints off and on, and its replay from a complete journal (a redelivery after a "
+        f"lost commit), median of {figures['rounds']} interleaved rounds; a step is a model call or a tool call:",
+        "",
+        "| store | tool calls | steps | off ms | on ms | added ms a step | replay ms | replay ms a step |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    names = {"sqlite": "SQLite (local)", "azure_table": "Azure Tables (Azurite)"}
+    lines += [
+        f"| {names.get(row['store'], row['store'])} | {row['tools']} | {row['steps']} | {row['off_ms']:.1f} "
+        f"| {row['on_ms']:.1f} | {row['added_ms_per_step']:.2f} | {row['replay_ms']:.1f} "
+        f"| {row['replay_ms_per_step']:.2f} |"
+        for row in figures["steps"]
+    ]
+    return lines
+
+
 def _capacity(figures: dict[str, Any]) -> list[str]:
     lines = [
         f"Waited turns through the local host, offline model (median of {figures['median_of']} runs a load):",
@@ -329,6 +359,7 @@ SECTIONS: tuple[tuple[str, str, str, Callable[[Any], list[str]]], ...] = (
     ("Agents in an orchestration", "orchestration_agents", "orchestrations.md", _orchestration_agents),
     ("Hosted workflows", "workflow_cost", "workflows.md", _workflow_cost),
     ("Streaming", "streaming_cost", "streaming.md", _streaming_cost),
+    ("Checkpointed turns", "checkpoint_cost", "exactly-once.md", _checkpoint_cost),
     ("Capacity", "capacity", "scaling.md", _capacity),
     ("The Python worker's own code under serve", "worker_invocation", "configuration.md", _worker_invocation),
     ("Memory of the state cache", "state_cache_memory", "scaling.md", _state_cache_memory),

@@ -417,6 +417,7 @@ OTHER_BENCHMARKS = (
     ("agent steps in an orchestration, against a waited HTTP turn", "orchestration_agents", "orchestrations.md"),
     ("a hosted workflow, against the same workflow in process", "workflow_cost", "workflows.md"),
     ("streamed turns: first delta, storage writes, host cost", "streaming_cost", "streaming.md"),
+    ("checkpointed turns: journal writes and milliseconds a step, replay", "checkpoint_cost", "exactly-once.md"),
     ("turns a second by conversations, and idle expiry's cost", "capacity", "scaling.md"),
     (
         "what running functions through the Python worker's own code costs under serve",

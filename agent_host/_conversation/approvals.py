@@ -31,6 +31,7 @@ def pending_from_response(response: AgentResponse, expires_at: int | None = None
         if request.type != "function_approval_request" or request.function_call is None:
             continue
         call = request.function_call
+        reason = request.additional_properties.get("reason")
         pending.append(
             {
                 "id": request.id,
@@ -38,19 +39,23 @@ def pending_from_response(response: AgentResponse, expires_at: int | None = None
                 "arguments": _arguments(call.arguments),
                 "request": request.to_dict(),
                 **({EXPIRES_AT_KEY: expires_at} if expires_at is not None else {}),
+                # Why the host asks, when it asks on its own (a tool a re-run turn cannot tell has run).
+                **({"reason": reason} if isinstance(reason, str) else {}),
             }
         )
     return pending
 
 
 def public_view(pending: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What a caller sees of pending approvals: id, tool name and arguments, and when it expires if it does."""
+    """What a caller sees of pending approvals: id, tool name and arguments, when it expires if it does, and why
+    when the host says."""
     return [
         {
             "id": item["id"],
             "toolName": item["toolName"],
             "arguments": item["arguments"],
             **({EXPIRES_AT_KEY: item[EXPIRES_AT_KEY]} if item.get(EXPIRES_AT_KEY) is not None else {}),
+            **({"reason": item["reason"]} if "reason" in item else {}),
         }
         for item in pending
     ]

@@ -40,6 +40,7 @@ from .._records import message_to_record
 from .._retention_settings import RetentionSettings
 from .._streaming.callbacks import AgentCallbackContext, AgentResponseCallbackProtocol
 from .._streaming.channel import TurnStreamStore, stream_key
+from .._streaming.journal import TurnJournal, journal_key
 from .._streaming.turn_controls import TurnControls
 from .._structured_output import structured_value
 from .._telemetry import telemetry
@@ -55,6 +56,7 @@ from .approvals import (
     remaining_after,
 )
 from .cancellation import TurnCancellation, TurnCancelledError
+from .checkpoints import TurnCheckpoints, list_journal, settled_journals
 from .expiry import EXPIRED, UNREADABLE, expiry_change_id, expiry_verdict, report_expiry, report_unreadable
 from .history import (
     BUFFER_KEY,
@@ -78,6 +80,7 @@ from .state import (
     EXPIRED_APPROVALS_KEY,
     EXPIRED_TURNS_KEY,
     IMPORTED_FROM_KEY,
+    JOURNALED_TURNS_KEY,
     MESSAGES_KEY,
     OWNER_KEY,
     PENDING_APPROVALS_KEY,
@@ -146,6 +149,8 @@ class ConversationEntityFunction:
             out); otherwise its type alone, and the details only in the log. `AGENT_HOST_TURN_ERROR_DETAILS`.
         approval_ttl_seconds: How long a tool approval a turn asks for waits for its answer before the next turn
             declines it (0: until answered); a turn's `approval_ttl_seconds` overrides it.
+        checkpoints: Journal each model response and tool result of a turn in the stream store, and replay them
+            when the turn runs again (`checkpoints.py`). `AGENT_HOST_CHECKPOINTS`, `add_agent(checkpoints=...)`.
     """
 
     def __init__(
@@ -163,6 +168,7 @@ class ConversationEntityFunction:
         callback: AgentResponseCallbackProtocol | None = None,
         turn_error_details: bool = False,
         approval_ttl_seconds: float = APPROVAL_TTL_OFF,
+        checkpoints: bool = True,
     ) -> None:
         self.agent_name = agent_name
         self.agent = agent
@@ -176,6 +182,7 @@ class ConversationEntityFunction:
         self.callback = callback
         self.turn_error_details = turn_error_details
         self.approval_ttl_seconds = approval_ttl_seconds
+        self.checkpoints = checkpoints
 
     def __call__(self, context: df.DurableEntityContext) -> None:
         """The entity function body: dispatch one operation of the host's batch."""
@@ -246,12 +253,15 @@ class ConversationEntityFunction:
             state = self._with_imported(state, request.imported)
         started = time.perf_counter()
         streamed = self._streamed_turn(context, request)
+        settled = settled_journals(context, state)
         cancellation = self._cancellation(context, turn_id)
         if cancellation is not None and cancellation.keep is not None:
             # Cancelled before this attempt: it does not run (again, after a crash; docs/exactly-once.md).
             record = cancelled_receipt(self.clock.now_ms(), cancellation.keep, ran=cancellation.started_before)
             committed = self._with_record(copy.copy(state), request, record, stored_bytes)
+            checkpoints = None
         else:
+            checkpoints = self._turn_checkpoints(context, request)
             committed = self.run_turn(
                 state,
                 context.entity_key,
@@ -259,7 +269,9 @@ class ConversationEntityFunction:
                 stored_bytes=stored_bytes,
                 streamed=streamed,
                 cancellation=cancellation,
+                checkpoints=checkpoints,
             )
+        list_journal(context, committed, turn_id, journaled=checkpoints is not None, settled=settled)
         committed, text = retain_after_turn(
             committed,
             committed[TURNS_KEY][turn_id],
@@ -267,7 +279,7 @@ class ConversationEntityFunction:
             text=CONVERSATION_CACHE.encode(self.agent_name, context.entity_key, committed),
             receipts=self._receipts(turn_id),
         )
-        self._delete_streams(context, set(state.get(TURNS_KEY, {})).difference(committed[TURNS_KEY]))
+        self._delete_streams(context, set(state.get(TURNS_KEY, {})).difference(committed[TURNS_KEY]), settled)
         CONVERSATION_CACHE.remember(self.agent_name, context.entity_key, committed, text)
         write_raw_state(context, text)
         context.set_result(run_result(committed, turn_id, reply=request.reply))
@@ -319,13 +331,35 @@ class ConversationEntityFunction:
             return None
         return cancellation
 
+    def _turn_checkpoints(self, context: df.DurableEntityContext, request: RunOperation) -> TurnCheckpoints | None:
+        """The journal of this run of the turn, or None when the agent runs without checkpoints."""
+        if not self.checkpoints:
+            return None
+        store = self.stream_store() if self.stream_store is not None else None
+        if store is None:
+            telemetry().record_checkpoint_unavailable(agent=self.agent_name, reason="no_store")
+            return None
+        key = journal_key(stream_key(context.entity_name, context.entity_key, request.turn_id))
+        return TurnCheckpoints(TurnJournal(store, key), self.agent_name)
+
     def _delete_streams(
-        self, context: df.DurableEntityContext, turn_ids: Iterable[str], *, conversation: bool = False
+        self,
+        context: df.DurableEntityContext,
+        turn_ids: Iterable[str],
+        journals_of: Iterable[str] = (),
+        *,
+        conversation: bool = False,
     ) -> None:
-        """Delete the streams of turns whose receipts are gone, and their controls (the conversation's own with it);
-        best effort, as a missing stream is replayed from its receipt and a stream without a receipt is never read."""
+        """Delete the streams of turns whose receipts are gone, their controls (the conversation's own with it), and
+        the journals of `journals_of`; best effort, as a missing stream is replayed from its receipt, a stream without
+        a receipt is never read, and a journal left behind is read by no turn (a turn with a receipt never runs again).
+
+        Only journals of turns an earlier batch committed are deleted (`settled_journals`): until the host has
+        committed this batch, a crash may still run its turns again.
+        """
         ordered = sorted(turn_ids)
         streams = [stream_key(context.entity_name, context.entity_key, turn_id) for turn_id in ordered]
+        streams += [journal_key(stream_key(context.entity_name, context.entity_key, turn)) for turn in journals_of]
         store = self.stream_store() if (streams or conversation) and self.stream_store is not None else None
         if store is None:
             return
@@ -379,19 +413,20 @@ class ConversationEntityFunction:
         stored_bytes: int | None = None,
         streamed: StreamedTurn | None = None,
         cancellation: TurnCancellation | None = None,
+        checkpoints: TurnCheckpoints | None = None,
     ) -> StoredState:
         """Run one turn against a copy of `state` and return the new state (with its turn record).
 
         `stored_bytes` is the size of `state` as stored, when known, so the budget check need not re-encode it;
         `streamed` says who watches the turn run (it then runs streaming), when anybody does; `cancellation` stops
-        it at a step boundary once it is cancelled.
+        it at a step boundary once it is cancelled; `checkpoints` journals and replays its steps.
         """
         # Approvals past their lifetime are declined by this turn, as the caller would decline them; a turn that
         # fails keeps nothing, so they stay pending (and expired) for the next one.
         lapsed = lapsed_approvals(state.get(PENDING_APPROVALS_KEY, []), self.clock.now_ms())
         try:
             response, new = self._run_agent(
-                copy.copy(state), conversation_id, request, stored_bytes, streamed, lapsed, cancellation
+                copy.copy(state), conversation_id, request, stored_bytes, streamed, lapsed, cancellation, checkpoints
             )
         except TurnCancelledError:
             # Cancelled, keeping nothing: as with a failure, the receipt is the only change.
@@ -469,6 +504,7 @@ class ConversationEntityFunction:
         streamed: StreamedTurn | None,
         lapsed: list[dict[str, Any]],
         cancellation: TurnCancellation | None = None,
+        checkpoints: TurnCheckpoints | None = None,
     ) -> tuple[AgentResponse, StoredState]:
         pending = state.get(PENDING_APPROVALS_KEY, [])
         answers = [answer.model_dump() for answer in request.approvals]
@@ -486,6 +522,8 @@ class ConversationEntityFunction:
         agent = self._agent_copy(tools=request.enable_tool_calls)
         if cancellation is not None:
             cancellation.install(agent)
+        if checkpoints is not None:
+            checkpoints.install(agent)
         session = restore_session(agent, session_id_for(self.agent_name, conversation_id), state.get(SESSION_KEY))
         durable = self.plan.durable
         stored: list[dict[str, Any]] = state.get(MESSAGES_KEY, [])
@@ -587,7 +625,9 @@ class ConversationEntityFunction:
             tombstone[OWNER_KEY] = before[OWNER_KEY]  # another principal is told of no conversation, not a deleted one
         tombstone = with_applied_delete(tombstone, request.change_id)
         if existed:
-            self._delete_streams(context, tombstone[DELETED_KEY]["turns"], conversation=True)
+            self._delete_streams(
+                context, tombstone[DELETED_KEY]["turns"], before.get(JOURNALED_TURNS_KEY, ()), conversation=True
+            )
         write_raw_state(context, encode_state(tombstone))
         context.set_result({"deleted": True})
 

@@ -35,6 +35,9 @@ from .._retention_settings import RetentionSettings
 # A conversation may name its owner (`owner`, with the app's `conversation_owners` on); one without was created
 # before the option was on, or by the admin key (docs/security.md, "Per-user conversations").
 # A turn may be cancelled (`status` "cancelled", with `cancel` saying what it kept and whether it ran).
+# An approval request may say why the host asks (`reason`: a tool a turn re-run after a crash cannot tell has
+# run), and the turns whose checkpoint journals may still exist are listed (`journaledTurns`) so a later operation
+# deletes them once their commit is certain (docs/exactly-once.md).
 # Versions 1 to 4 are upgraded on read.
 SCHEMA_VERSION: Final = 5
 
@@ -70,6 +73,8 @@ IMPORTED_FROM_KEY = "importedFrom"
 # When a pending approval stops waiting for its answer (ms since the epoch), and a receipt's approvals declined so.
 EXPIRES_AT_KEY = "expiresAt"
 EXPIRED_APPROVALS_KEY = "expiredApprovals"
+# The turns whose checkpoint journals may still be in the turn stream store.
+JOURNALED_TURNS_KEY = "journaledTurns"
 # How many applied change ids a conversation remembers (concurrent PUT/DELETE requests each find theirs).
 MAX_APPLIED_CHANGES = 16
 
@@ -148,6 +153,9 @@ class ApprovalRequest(_StateModel):
     expires_at: int | None = Field(
         default=None,
         description="When the request counts as declined if unanswered, ms since the Unix epoch (none: it waits).",
+    )
+    reason: str | None = Field(
+        default=None, description="Why the host asks, when it asks on its own (the tool may already have run)."
     )
 
 
@@ -277,6 +285,13 @@ class ConversationState(_StateModel):
     )
     owner: str | None = Field(
         default=None, description="The principal whose conversation this is (with `conversation_owners` on)."
+    )
+    journaled_turns: list[str] | None = Field(
+        default=None,
+        description=(
+            "Turns whose checkpoint journals may still be in the turn stream store; a later operation deletes them "
+            "once the batch that committed them is certain."
+        ),
     )
 
 
@@ -462,8 +477,8 @@ def _upgraded_from_v3(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upgraded_from_v4(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 4 state in version 5's form: the same, as no version 4 approval has a lifetime and no version 4 turn
-    was cancelled."""
+    """Version 4 state in version 5's form: the same, as no version 4 approval has a lifetime or a reason and no
+    version 4 turn was cancelled."""
     return {**data, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
 
 

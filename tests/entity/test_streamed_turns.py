@@ -13,13 +13,15 @@ from streams import FailingTurnStreamStore, MemoryTurnStreamStore, cancel_order,
 
 from agent_host import AgentCallbackContext, HostSettings
 from agent_host._streaming.channel import stream_key
+from agent_host._streaming.journal import JOURNAL_SUFFIX
 
 STREAM = stream_key("conversation_assistant", "c1", "t1")
 
 
 def event_streams(keys) -> list[str]:
-    """The turns' event streams among stream keys, without the turn controls beside them (`turn_controls.py`)."""
-    return sorted(key for key in keys if "." not in key.rsplit("/", 1)[1])
+    """The turns' event streams among stream keys, without the turn controls (`turn_controls.py`) and checkpoint
+    journals (`journal.py`) beside them."""
+    return sorted(key for key in keys if "." not in key.rsplit("/", 1)[1] and not key.endswith(JOURNAL_SUFFIX))
 
 
 TIMES = ("at", "createdAt", "updatedAt")
@@ -72,7 +74,9 @@ def run(driver: Any, turn_id: str, message: str, *, stream: bool = True) -> dict
 def test_a_streamed_turn_writes_its_text_word_by_word_and_stores_what_a_waited_turn_stores() -> None:
     store = MemoryTurnStreamStore()
     streamed = driver_for(build_app(make_agent(StreamingChatClient()), stream_store=store), "assistant")
-    waited = driver_for(build_app(make_agent(StreamingChatClient())), "assistant")
+    # A store of its own too: both sides keep checkpoint journals, so both states list them.
+    waited_app = build_app(make_agent(StreamingChatClient()), stream_store=MemoryTurnStreamStore())
+    waited = driver_for(waited_app, "assistant")
 
     for turn_id, text in [("t1", "My name is Ada and I like long walks"), ("t2", "What is my name?")]:
         run(streamed, turn_id, text)
@@ -229,7 +233,11 @@ def test_streams_go_with_the_receipts_retention_drops() -> None:
     for number in range(1, 4):
         run(driver, f"t{number}", f"turn {number}")
 
-    assert store.deleted == [STREAM, f"{STREAM}.cancel", f"{STREAM}.running"]  # the turn's controls go with it
+    assert [key for key in store.deleted if not key.endswith(JOURNAL_SUFFIX)] == [
+        STREAM,
+        f"{STREAM}.cancel",
+        f"{STREAM}.running",
+    ]  # the turn's controls go with it, and its journal once its commit is certain
     assert event_streams(store.streams) == [stream_key("conversation_assistant", "c1", t) for t in ("t2", "t3")]
 
 

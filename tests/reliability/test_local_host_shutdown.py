@@ -64,9 +64,11 @@ def finish_after_restart(host: ServedHost, turns: list[tuple[str, str]]) -> list
     return [m["text"] for m in history["messages"] if m["role"] == "user"]
 
 
+# A kill loses the running batch; its finished turns (1 and 2 in a batch of 20) replay their checkpointed model
+# calls after the restart (docs/exactly-once.md), so only the call in flight (turn 3) runs again either way.
 @pytest.mark.parametrize(
     ("batch_size", "finished_turn_reads", "rerun"),
-    [(1, 200, ["turn 3"]), (20, 202, ["turn 1", "turn 2", "turn 3"])],
+    [(1, 200, ["turn 3"]), (20, 202, ["turn 3"])],
     ids=["batch-size-1", "batch-size-20"],
 )
 def test_kill_9_reruns_only_what_was_not_committed(

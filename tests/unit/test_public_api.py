@@ -75,6 +75,7 @@ def test_public_api_is_exactly_this() -> None:
         "WorkflowNotFoundError",
         "WorkflowRetryPolicy",
         "chat_client_from_settings",
+        "safe_to_repeat",
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agent_framework import tool
 from apps import build_app, driver_for, make_agent
 from chat_clients import FailingChatClient, ScriptedChatClient
 from opentelemetry.sdk.metrics import MeterProvider
@@ -12,6 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import agent_host._telemetry as telemetry_module
 from agent_host import HostSettings
+from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 
 @pytest.fixture
@@ -49,7 +51,8 @@ def test_turn_outcomes_durations_and_state_size_are_recorded(reader) -> None:
     assert size.count == 2 and size.max == len(failing.state.encode())
     for name, data_points in found.items():
         for point in data_points:
-            assert set(point.attributes) <= {"agent", "outcome", "error.code", "mode"}, name
+            # Bounded values only: checkpoints add a step kind (`model`, `tool`) and a reason code.
+            assert set(point.attributes) <= {"agent", "outcome", "error.code", "mode", "step", "reason"}, name
 
 
 def test_evictions_and_capacity_refusals_are_counted(reader) -> None:
@@ -70,3 +73,28 @@ def test_evictions_and_capacity_refusals_are_counted(reader) -> None:
     assert evicted == auto.decoded()["truncation"]["evictedMessages"] > 0
     refusals = sum(p.value for p in found["agent_host.retention.capacity_refusals"])
     assert refusals == sum(r["status"] == "failed" for r in records) > 0
+
+
+def test_replayed_steps_and_turns_without_checkpoints_are_counted(reader, tmp_path) -> None:
+    @tool
+    def lookup(code: str) -> str:
+        """Look a code up."""
+        return f"code {code}"
+
+    store = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    turn = ("run", {"turnId": "t1", "message": 'call lookup {"code": "A"}'})
+    first = driver_for(build_app(make_agent(ScriptedChatClient(), tools=[lookup]), stream_store=store), "assistant")
+    first.send(turn)
+    # The same turn delivered again to a process that never saw its commit: every step comes from the journal.
+    again = driver_for(build_app(make_agent(ScriptedChatClient(), tools=[lookup]), stream_store=store), "assistant")
+    again.send(turn)
+    store.close()
+    without_store = driver_for(build_app(make_agent(ScriptedChatClient())), "assistant")
+    without_store.run_turn("t1", "hello")
+
+    found = points(reader)
+
+    replayed = {tuple(sorted(p.attributes.items())): p.value for p in found["agent_host.checkpoints.replayed_steps"]}
+    assert replayed == {(("agent", "assistant"), ("step", "model")): 2, (("agent", "assistant"), ("step", "tool")): 1}
+    (unavailable,) = found["agent_host.checkpoints.unavailable"]
+    assert unavailable.attributes == {"agent": "assistant", "reason": "no_store"} and unavailable.value == 1
