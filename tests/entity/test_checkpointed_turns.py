@@ -150,16 +150,27 @@ def test_an_unsafe_tool_interrupted_between_start_and_result_is_asked_about_not_
     assert request["reason"] == MAY_HAVE_RUN_REASON
 
 
-def test_approving_a_tool_that_may_have_run_runs_it_again(store: SqliteStreamStore) -> None:
-    bookings = Bookings()
+def asked_after_a_crash_between_booking_and_result(
+    store: SqliteStreamStore, bookings: Bookings
+) -> tuple[Any, ScriptedChatClient, dict[str, Any]]:
+    """The unsafe tool booked, then the process died before its result was journaled; the re-run turn asks about it.
+
+    Returns the re-run's driver, its model and the approval request it recorded.
+    """
     bookings.crash_after_booking = True
     first, _ = run_turn_in_new_process(store, bookings, ScriptedChatClient(), None)
     with pytest.raises(Crash):
         first.send(("run", TURN))
     bookings.crash_after_booking = False
-    again, _ = run_turn_in_new_process(store, bookings, ScriptedChatClient(), first.state)
+    again, client = run_turn_in_new_process(store, bookings, ScriptedChatClient(), first.state)
     again.send(("run", TURN))
     (request,) = again.decoded()["turns"]["t1"]["approvalRequests"]
+    return again, client, request
+
+
+def test_approving_a_tool_that_may_have_run_runs_it_again(store: SqliteStreamStore) -> None:
+    bookings = Bookings()
+    again, _, request = asked_after_a_crash_between_booking_and_result(store, bookings)
 
     (result,) = again.send(("run", {"turnId": "t2", "approvals": [{"id": request["id"], "approved": True}]}))
 
@@ -264,14 +275,7 @@ def test_a_streamed_turn_re_run_after_a_crash_replays_its_journal_at_once_then_s
 
 def test_declining_a_tool_that_may_have_run_tells_the_model_without_running_it(store: SqliteStreamStore) -> None:
     bookings = Bookings()
-    bookings.crash_after_booking = True
-    first, _ = run_turn_in_new_process(store, bookings, ScriptedChatClient(), None)
-    with pytest.raises(Crash):
-        first.send(("run", TURN))
-    bookings.crash_after_booking = False
-    again, client = run_turn_in_new_process(store, bookings, ScriptedChatClient(), first.state)
-    again.send(("run", TURN))
-    (request,) = again.decoded()["turns"]["t1"]["approvalRequests"]
+    again, client, request = asked_after_a_crash_between_booking_and_result(store, bookings)
 
     (result,) = again.send(("run", {"turnId": "t2", "approvals": [{"id": request["id"], "approved": False}]}))
 
