@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent_framework import tool
@@ -250,18 +251,25 @@ def test_if_busy_reject_refuses_concurrent_turns_and_stores_nothing(gated) -> No
     assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["first", "third"]
 
 
-def test_if_busy_interrupt_stops_the_running_turn_and_the_new_turn_sees_its_partial_answer(gated) -> None:
-    running, client = gated
+def posted_while_a_booking_turn_runs(
+    running: RunningHost, client: GatedChatClient, if_busy: str
+) -> tuple[Any, dict[str, Any]]:
+    """Post "actually, Bergen" with `ifBusy` while a booking turn waits in its model; the answer, and the first turn
+    as read once the new one answered."""
     first = start_turn(running, client, {"message": BOOK}, calls=1)
-
     with ThreadPoolExecutor(1) as pool:
-        interrupting = pool.submit(
-            running.request, "POST", f"{BASE}/c1/turns", {"message": "actually, Bergen", "ifBusy": "interrupt"}
+        posted = pool.submit(
+            running.request, "POST", f"{BASE}/c1/turns", {"message": "actually, Bergen", "ifBusy": if_busy}
         )
         wait_for_cancel_request(running, first)
         client.gate.set()
-        answered = interrupting.result(30)
-    read = running.request("GET", f"{BASE}/c1/turns/{first}").json()
+        answered = posted.result(30)
+    return answered, running.request("GET", f"{BASE}/c1/turns/{first}").json()
+
+
+def test_if_busy_interrupt_stops_the_running_turn_and_the_new_turn_sees_its_partial_answer(gated) -> None:
+    running, client = gated
+    answered, read = posted_while_a_booking_turn_runs(running, client, "interrupt")
 
     assert booked == []
     assert read["status"] == "cancelled" and read["cancel"] == {"keep": "partial", "ran": True}
@@ -277,16 +285,7 @@ def test_if_busy_interrupt_stops_the_running_turn_and_the_new_turn_sees_its_part
 
 def test_if_busy_rollback_stops_the_running_turn_and_the_new_turn_sees_nothing_of_it(gated) -> None:
     running, client = gated
-    first = start_turn(running, client, {"message": BOOK}, calls=1)
-
-    with ThreadPoolExecutor(1) as pool:
-        replacing = pool.submit(
-            running.request, "POST", f"{BASE}/c1/turns", {"message": "actually, Bergen", "ifBusy": "rollback"}
-        )
-        wait_for_cancel_request(running, first)
-        client.gate.set()
-        answered = replacing.result(30)
-    read = running.request("GET", f"{BASE}/c1/turns/{first}").json()
+    answered, read = posted_while_a_booking_turn_runs(running, client, "rollback")
 
     assert booked == []
     assert read["status"] == "cancelled" and read["cancel"] == {"keep": "nothing", "ran": True}
