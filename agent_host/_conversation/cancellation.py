@@ -10,7 +10,7 @@ the entity's state or HTTP.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -20,6 +20,7 @@ from agent_framework import (
     ChatContext,
     ChatMiddleware,
     ChatResponse,
+    ChatResponseUpdate,
     FunctionInvocationContext,
     FunctionMiddleware,
     MiddlewareTermination,
@@ -27,13 +28,17 @@ from agent_framework import (
     SupportsAgentRun,
 )
 
-# Core's own empty update stream, what its chat pipeline returns when middleware ends a streamed call without a result.
-from agent_framework._middleware import _empty_async_iterable
-
 from .._contract import CancelKeep
 from .._streaming.turn_controls import TurnControls
 
 logger = logging.getLogger("agent_host.entity")
+
+
+async def _no_updates() -> AsyncIterator[ChatResponseUpdate]:
+    """A streamed model call's updates when the turn stopped before the call: none."""
+    return
+    yield
+
 
 CANCELLED_ANNOTATION_KEY: Final = "_cancelled"
 """Set on the messages a cancelled turn kept (`additional_properties`): they are a partial answer."""
@@ -110,8 +115,8 @@ class _ModelStep(ChatMiddleware):
             await call_next()
             return
         if context.stream:
-            # Core's own empty update stream, as its chat pipeline gives when middleware ends a call without a result.
-            context.result = ResponseStream(_empty_async_iterable(), finalizer=lambda _: ChatResponse(messages=[]))
+            # No updates, as core's chat pipeline gives when middleware ends a streamed call without a result.
+            context.result = ResponseStream(_no_updates(), finalizer=lambda _: ChatResponse(messages=[]))
         else:
             context.result = ChatResponse(messages=[])
 
