@@ -10,17 +10,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import os
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import agent_host
 from agent_host._orchestrations.agent import OrchestrationAgent
-
-PUBLISHED_VENV = Path(os.environ.get("PUBLISHED_VENV", "/work/wt/scratch/drop-in/venv"))
+from bench.published import PUBLISHED_VERSION, ensure_published_venv
 
 # agent_framework_azurefunctions.__all__
 PUBLISHED_ALL = ["AgentFunctionApp", "WorkflowHitlContext", "__version__"]
@@ -210,10 +207,10 @@ print(json.dumps({
 """
 
 
+@pytest.mark.clean_venv
 def test_the_pinned_names_are_those_of_the_installed_published_package() -> None:
-    python = PUBLISHED_VENV / "bin" / "python"
-    if not python.exists():
-        pytest.skip(f"agent-framework-azurefunctions 1.0.0b260922 is not installed at {PUBLISHED_VENV}")
+    # The benchmarks' own environment of the published host (bench/.venvs), installed from PyPI on first use.
+    python = ensure_published_venv(PUBLISHED_VERSION)
 
     done = subprocess.run([str(python), "-c", _READ_PUBLISHED], capture_output=True, text=True, timeout=120, check=True)
 
