@@ -57,6 +57,10 @@ class SlowChatClient(BaseChatClient[Any]):
         return ChatResponse(messages=[Message("assistant", ["done"])])
 
 
+# The backend's own round trip is milliseconds: a wait this long means it stopped answering.
+ECHO_TIMEOUT_SECONDS = 30.0
+
+
 @contextmanager
 def _worker(address: str, agent: Agent, options: dict[str, Any]) -> Iterator[TaskHubGrpcWorker]:
     worker = TaskHubGrpcWorker(host_address=address, **options)
@@ -83,6 +87,8 @@ def _latency(client: AgentClient, raw: TaskHubGrpcClient, turns: int, marks: Seq
         started = time.perf_counter()
         raw.signal_entity(entity, "set", number + 1)
         while (metadata := raw.get_entity(entity)) is None or not metadata.get_state():
+            if time.perf_counter() - started > ECHO_TIMEOUT_SECONDS:
+                raise TimeoutError(f"the echo entity {entity} got no state in {ECHO_TIMEOUT_SECONDS:.0f} s")
             time.sleep(0.001)
         floor.append(time.perf_counter() - started)
     return {"rows": rows, "entity_round_trip_p50_ms": statistics.median(floor) * 1000}
