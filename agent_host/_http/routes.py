@@ -243,10 +243,8 @@ class Routes:
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
         after = last_event_id(req)
-        reader = self._reader(req, client, agent, conversation_id, turn_id)
         # A turn that cannot be streamed is refused before the stream starts: 404, 410 or 503 as a JSON error.
-        state = await reader.conversations.read(conversation_id)
-        await self._refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
+        reader, state = await self.open_turn(req, client, agent, conversation_id, turn_id)
         reader.settled(state)
         location = req.url.split("?", 1)[0].rstrip("/").removesuffix("/stream")
         return EventStreamResponse(reader.sse(after), headers={"Location": location})
