@@ -7,7 +7,6 @@ Handlers raise `AgentHostError`s; the app's route table (`route_table.py`) serve
 from __future__ import annotations
 
 import functools
-import secrets
 from collections.abc import Callable, Mapping
 from typing import cast
 
@@ -17,8 +16,6 @@ import azure.functions as func
 from .._clock import Clock
 from .._contract import (
     CANCEL_OPERATION,
-    DELETE_OPERATION,
-    SET_RETENTION_OPERATION,
     AgentRoute,
     CancelKeep,
     CancelRequest,
@@ -31,8 +28,8 @@ from .._contract import (
     validate_conversation_id,
     validate_turn_id,
 )
-from .._conversation.turn_receipts import KEYED_MARKER, key_digest
 from .._conversation.view import ConversationView, TurnView
+from .._conversation_client.changes import change_retention, delete_change_id, delete_conversation
 from .._conversation_client.in_flight import InFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
@@ -72,7 +69,6 @@ from .responses import json_response
 from .run_route import run_compat
 from .turn_stream import TurnStreamReader
 
-DELETE_WAIT_SECONDS = 30.0
 # Clocks of different instances (or one clock stepped back) disagree by this much at most, as far as deciding
 # whether an unknown turn id may still be queued goes.
 CLOCK_SKEW_TOLERANCE_MS = 60_000
@@ -352,32 +348,13 @@ class Routes:
     ) -> func.HttpResponse:
         """`DELETE .../conversations/{conversationId}`: delete the conversation."""
         agent, conversation_id = self._target(req)
-        key = idempotency_key(req)
-        # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
-        change_id = f"{KEYED_MARKER}{key_digest(key)}" if key is not None else secrets.token_hex(8)
+        change_id = delete_change_id(idempotency_key(req))
         conversations = conversation_client(req, client, agent)
-        state = await conversations.read_for_delete(conversation_id)
-        if state is not None and state.has_applied_delete(change_id):
-            return self._deleted(agent, conversation_id, state, change_id)  # a retry of a delete that already ran
-        # Signalled even when nothing is stored yet: a first turn may be queued, and the deletion comes after it,
-        # so the conversation does not appear afterwards. With nothing stored the operation stores nothing.
-        await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
-        RECENT_WATCHES.forget(client, agent.entity_name, conversation_id)  # its next turn starts expiry afresh
-        if state is None or state.is_deleted:
-            raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
-        settled = await conversations.wait_for_delete(conversation_id, change_id, DELETE_WAIT_SECONDS)
-        if settled is None:
-            return json_response(202, {"conversationId": conversation_id, "status": "deleting"})
-        return self._deleted(agent, conversation_id, settled, change_id)
-
-    def _deleted(
-        self, agent: AgentRoute, conversation_id: str, state: ConversationView, change_id: str
-    ) -> func.HttpResponse:
-        """The answer to a delete that ran, from any state after it: its tombstone, a later delete's, or a
-        conversation started since. Only a delete that found nothing (another got there first) answers 404."""
-        if state.delete_found_nothing(change_id):
-            raise ConversationNotFoundError(agent.name, conversation_id, deleted=True)
-        return func.HttpResponse(status_code=204)
+        # Once the delete is signalled, the conversation's next turn starts its expiry afresh.
+        forget_watch = functools.partial(RECENT_WATCHES.forget, client, agent.entity_name, conversation_id)
+        if await delete_conversation(conversations, conversation_id, change_id, signalled=forget_watch):
+            return func.HttpResponse(status_code=204)
+        return json_response(202, {"conversationId": conversation_id, "status": "deleting"})
 
     async def get_messages(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET .../conversations/{conversationId}/messages`: the transcript in conversation order."""
@@ -394,20 +371,10 @@ class Routes:
         agent, conversation_id = self._target(req)
         retention = json_body(req, RetentionRequest, self._settings.max_message_bytes, _RETENTION_SHAPE).stored()
         conversations = conversation_client(req, client, agent)
-        await conversations.read(conversation_id)  # state that cannot be read is refused (422) before any change
-        change_id = secrets.token_hex(8)
-        await conversations.signal(
-            conversation_id, SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention}
+        change = await change_retention(
+            conversations, conversation_id, retention, self._clock, self._settings.default_wait_seconds
         )
-        # A retention change is activity, and may create the conversation: its expiry is watched as a turn's is.
-        expiry = conversations.watch_expiry(conversation_id, self._clock)
-        state = await conversations.wait_for_change(conversation_id, change_id, self._settings.default_wait_seconds)
-        await expiry.finish(state.turn_count if state is not None else None)
-        if state is None:
-            return json_response(202, {"conversationId": conversation_id, "status": "pending", "retention": retention})
-        # A concurrent change may have replaced this one since: the body shows what the conversation has now.
-        body = {"conversationId": conversation_id, "retention": state.retention, "applied": retention}
-        return json_response(200, {**body, "stateBytes": state.state_bytes})
+        return json_response(202 if change.state is None else 200, change.body(conversation_id))
 
     # -- parsing --------------------------------------------------------------------------------
 

@@ -18,8 +18,6 @@ from durabletask.client import TaskHubGrpcClient
 from .._agent_names import entity_name_for
 from .._clock import SYSTEM_CLOCK, Clock
 from .._contract import (
-    DELETE_OPERATION,
-    SET_RETENTION_OPERATION,
     AgentRoute,
     RetentionRequest,
     RunReply,
@@ -30,8 +28,8 @@ from .._contract import (
     validate_turn_id,
 )
 from .._conversation.replies import expired_result
-from .._conversation.turn_receipts import KEYED_MARKER, key_digest
 from .._conversation.view import ConversationView, TurnView
+from .._conversation_client.changes import change_retention, delete_change_id, delete_conversation
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, TurnOutcome, take_turn
 from .._errors import (
     AgentHostError,
@@ -53,7 +51,6 @@ from .._turn_options import contents_bytes
 from ._conversation_client import DurableTaskConversationClient
 
 T = TypeVar("T")
-DELETE_WAIT_SECONDS = 30.0
 
 
 class AgentClient:
@@ -265,7 +262,9 @@ class Conversation:
         """
         body = {"mode": mode, "maxStateBytes": max_state_bytes, **_camel(watermarks)}
         retention = parse_model(RetentionRequest, body).stored()
-        return self._owner._run(self._set_retention(retention))
+        wait_seconds = self._settings.default_wait_seconds
+        change = change_retention(self._conversations, self.conversation_id, retention, self._owner.clock, wait_seconds)
+        return self._owner._run(change).body(self.conversation_id)
 
     def delete(self, *, idempotency_key: str | None = None) -> bool:
         """Delete the conversation, as `DELETE .../conversations/{id}`: True once deleted, False while it is still
@@ -274,10 +273,8 @@ class Conversation:
         Raises:
             ConversationNotFoundError: there was nothing to delete, or another delete got there first (404).
         """
-        key = _checked_key(idempotency_key)
-        # A keyed delete has one id however often it is retried, so the entity runs it once (failure 19).
-        change_id = f"{KEYED_MARKER}{key_digest(key)}" if key is not None else secrets.token_hex(8)
-        return self._owner._run(self._delete(change_id))
+        change_id = delete_change_id(_checked_key(idempotency_key))
+        return self._owner._run(delete_conversation(self._conversations, self.conversation_id, change_id))
 
     # -- through the conversation client ----------------------------------------------------------
 
@@ -293,39 +290,6 @@ class Conversation:
         if state is None or state.is_deleted:
             raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=state is not None)
         return state
-
-    async def _set_retention(self, retention: dict[str, Any]) -> dict[str, Any]:
-        conversations, conversation_id = self._conversations, self.conversation_id
-        await conversations.read(conversation_id)  # state that cannot be read is refused before any change
-        change_id = secrets.token_hex(8)
-        await conversations.signal(
-            conversation_id, SET_RETENTION_OPERATION, {"changeId": change_id, "retention": retention}
-        )
-        state = await conversations.wait_for_change(conversation_id, change_id, self._settings.default_wait_seconds)
-        if state is None:
-            return {"conversationId": conversation_id, "status": "pending", "retention": retention}
-        # A concurrent change may have replaced this one since: the body shows what the conversation has now.
-        body = {"conversationId": conversation_id, "retention": state.retention, "applied": retention}
-        return {**body, "stateBytes": state.state_bytes}
-
-    async def _delete(self, change_id: str) -> bool:
-        conversations, conversation_id = self._conversations, self.conversation_id
-        state = await conversations.read_for_delete(conversation_id)
-        if state is not None and state.has_applied_delete(change_id):
-            return self._deleted(state, change_id)  # a retry of a delete that already ran
-        # Signalled even when nothing is stored yet: a first turn may be queued ahead of it.
-        await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
-        if state is None or state.is_deleted:
-            raise ConversationNotFoundError(self.agent, conversation_id, deleted=state is not None)
-        settled = await conversations.wait_for_delete(conversation_id, change_id, DELETE_WAIT_SECONDS)
-        return False if settled is None else self._deleted(settled, change_id)
-
-    def _deleted(self, state: ConversationView, change_id: str) -> bool:
-        """True for a delete that ran, from any state after it; only a delete that found nothing (another got there
-        first) is refused."""
-        if state.delete_found_nothing(change_id):
-            raise ConversationNotFoundError(self.agent, self.conversation_id, deleted=True)
-        return True
 
     # -- answers --------------------------------------------------------------------------------
 

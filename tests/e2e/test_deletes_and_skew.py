@@ -6,6 +6,7 @@ and are deleted with the conversation; their ids then read 404 conversation_not_
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -88,6 +89,35 @@ def test_a_delete_during_the_first_turn_leaves_no_conversation_behind(tmp_path: 
     assert (deleted.status, deleted.json()["error"]["code"]) == (404, "conversation_not_found")
     assert conversation.status == 404  # the first turn ran, then the deletion queued after it
     assert (read.status, read.json()["error"]["code"]) == (404, "conversation_not_found")
+
+
+def test_of_two_deletes_queued_together_the_first_answers_204_and_the_second_404(tmp_path: Path) -> None:
+    client = GatedChatClient()
+    client.gate.set()
+    release = client.hold("busy")
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    try:
+        running.request("POST", f"{BASE}/c1/turns", {"message": "setup"})
+        running.request("POST", f"{BASE}/c1/turns", {"message": "busy", "wait": False})
+        wait_for(lambda: len(client.calls) == 2)
+        assert running.host is not None
+        store = running.host.store
+        with ThreadPoolExecutor(2) as pool:
+            # Both read the conversation while it exists and are queued behind the running turn.
+            deletes = [pool.submit(running.request, "DELETE", f"{BASE}/c1") for _ in range(2)]
+            wait_for(lambda: len(store.pending(ENTITY, "c1", 10)) == 3)
+            release.set()
+            answers = sorted((reply.status, reply.body) for reply in (d.result(30) for d in deletes))
+    finally:
+        release.set()
+        running.stop()
+
+    (first_status, first_body), (second_status, second_body) = answers
+    assert (first_status, first_body) == (204, b"")
+    assert second_status == 404  # the second delete ran on the tombstone: another delete got there first
+    error = json.loads(second_body)["error"]
+    assert error["code"] == "conversation_not_found"
+    assert "was deleted" in error["message"]
 
 
 def test_two_concurrent_retention_changes_both_answer_200_with_what_they_applied(scripted_host) -> None:
