@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import re
+import socket
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ KEEPALIVE_SECONDS = 15.0
 MAX_OWED_ANSWERS = 64
 """Answers one SSE session may be owed at once, being worked on or not yet read off its stream: a client that posts
 past it without reading its stream loses the session, so answers never pile up for a stream nobody reads."""
+SSE_SEND_BUFFER_BYTES = 128 * 1024
+"""The kernel send buffer of an SSE stream's socket, fixed: left to autotuning, loopback's grows to megabytes, so how
+many answers a stream nobody reads absorbs before the owed bound applies would depend on the machine."""
 REMEMBERED_CLOSED_SESSIONS = 256
 
 # The extension's sessions are stateless (the id is encrypted client state); any visible-ASCII id is accepted here.
@@ -154,6 +158,7 @@ class McpEndpoint:
             # As the extension does: the message endpoint carries the key the stream was opened with.
             endpoint += f"&code={quote(key, safe='')}"
         response = web.StreamResponse(status=200, headers={**_NO_CACHE, "Content-Type": SSE_MEDIA_TYPE})
+        _fix_send_buffer(request.transport)
         try:
             await response.prepare(request)
             await response.write(sse_event("endpoint", endpoint))
@@ -246,6 +251,13 @@ class McpEndpoint:
         answer = await self.server.answer(message, caller)
         if answer is not None and session.client_id in self._sessions:
             session.answers.put_nowait(answer)
+
+
+def _fix_send_buffer(transport: asyncio.BaseTransport | None) -> None:
+    """Give the stream's socket a fixed send buffer (SSE_SEND_BUFFER_BYTES), where it has a socket."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SSE_SEND_BUFFER_BYTES)
 
 
 def _accepts_json_and_events(accept: str) -> bool:
