@@ -45,7 +45,6 @@ from .._errors import (
     UnsupportedMediaTypeError,
     status_for_code,
 )
-from .._expiry.recent import RECENT_WATCHES
 from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
@@ -362,7 +361,6 @@ class Routes:
         # Signalled even when nothing is stored yet: a first turn may be queued, and the deletion comes after it,
         # so the conversation does not appear afterwards. With nothing stored the operation stores nothing.
         await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
-        RECENT_WATCHES.forget(client, agent.entity_name, conversation_id)  # its next turn starts expiry afresh
         if state is None or state.is_deleted:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
         settled = await conversations.wait_for_delete(conversation_id, change_id, DELETE_WAIT_SECONDS)
