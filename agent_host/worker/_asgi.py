@@ -18,9 +18,11 @@ from typing import Literal
 import azure.functions as func
 from durabletask.client import TaskHubGrpcClient
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._errors import UnauthenticatedError
 from .._http.agent_routes import conversation_routes, openai_routes
@@ -129,7 +131,20 @@ def asgi_app(
         Route(f"{ROUTE_PREFIX}/{route.path}", _endpoint(route, clients, hook), methods=_ALL_METHODS) for route in table
     ]
     routes.append(Route("/{path:path}", _not_found, methods=_ALL_METHODS))
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(_IgnoreTrailingSlash)])
+
+
+class _IgnoreTrailingSlash:
+    """Serve `/path/` as `/path`, as the Functions host does."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/"):
+            scope = {**scope, "path": path[:-1]}
+        await self._app(scope, receive, send)
 
 
 def _endpoint(

@@ -110,6 +110,15 @@ def test_conversation_and_messages_in_order(host: HttpHost) -> None:
     assert [m.get("authorName") for m in listed] == [None, "assistant", None, "assistant"]
 
 
+def test_a_trailing_slash_reaches_the_same_route(host: HttpHost) -> None:
+    host.request("POST", f"{BASE}/c6/turns/", {"message": "one"})
+
+    reply = host.request("GET", f"{BASE}/c6/")
+
+    assert reply.status == 200
+    assert reply.json()["turnCount"] == 1
+
+
 def test_delete_removes_the_conversation(host: HttpHost) -> None:
     host.request("POST", f"{BASE}/c5/turns", {"message": "remember me"})
 
