@@ -146,7 +146,14 @@ def start_serve(
     cwd: Path, port: int, state_dir: Path, env: dict[str, str], *, until: str = "Listening on"
 ) -> subprocess.Popen[str]:
     """Start `python -m agent_host serve` in `cwd` and read its banner until a line holds `until`."""
-    command = [sys.executable, "-m", "agent_host", "serve", "--port", str(port), "--state-dir", str(state_dir)]
+    return start_command(cwd, ["serve", "--port", str(port), "--state-dir", str(state_dir)], env, until=until)
+
+
+def start_command(
+    cwd: Path, arguments: list[str], env: dict[str, str], *, until: str = "Listening on"
+) -> subprocess.Popen[str]:
+    """Start `python -m agent_host <arguments>` in `cwd` and read its output until a line holds `until`."""
+    command = [sys.executable, "-m", "agent_host", *arguments]
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     banner = ""
