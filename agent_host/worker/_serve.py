@@ -30,6 +30,8 @@ logger = logging.getLogger("agent_host.worker")
 DEFAULT_SIDECAR = "localhost:4001"
 DEFAULT_TASKHUB = "default"
 _PROBE_INSTANCE = "agent-host-worker-probe"
+# How long a stop waits for requests in flight (an event stream may be open for minutes) before closing them.
+GRACE_SECONDS = 30
 
 
 class ListenError(OSError):
@@ -195,7 +197,10 @@ def run_worker(
         ]
         lines += [f"Task hub: {hub.describe()}", f"Listening on http://{host}:{port}"]
         ready(lines)
-        server = uvicorn.Server(uvicorn.Config(app, log_level=log_level.lower(), lifespan="off"))
+        config = uvicorn.Config(
+            app, log_level=log_level.lower(), lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS
+        )
+        server = uvicorn.Server(config)
         server.run(sockets=[listener])
     except KeyboardInterrupt:
         pass
