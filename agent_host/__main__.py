@@ -1,4 +1,6 @@
-"""`python -m agent_host serve`: run a function app on the local durable host, without Core Tools."""
+"""`python -m agent_host serve`: run a function app on the local durable host, without Core Tools.
+`python -m agent_host worker`: host agents on a durabletask worker and serve their HTTP API (docs/standalone-worker.md).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import Any, NoReturn
 
 from agent_framework.exceptions import SettingNotFoundError
@@ -25,6 +27,8 @@ from ._streaming.store_errors import STREAM_STORE_SETTING
 DEFAULT_APP = "function_app:app"
 FUNCTION_KEY_SETTING = "AGENT_HOST_FUNCTION_KEY"
 _PACKAGE_DIR = Path(__file__).resolve().parent
+# Where each command's app usually lives, for the message of a module not found.
+_APP_FILE = {"serve": " (where function_app.py is)"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +48,28 @@ def main(argv: list[str] | None = None) -> int:
         f"(default: the {FUNCTION_KEY_SETTING} setting, which local.settings.json may set)",
     )
     serve.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
+    worker = commands.add_parser("worker", help="Host agents on a durabletask worker and serve their HTTP API.")
+    worker.add_argument(
+        "--app",
+        required=True,
+        help="module:attribute naming an agent, a list of agents, or a function taking the AgentWorker",
+    )
+    worker.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    worker.add_argument("--port", type=int, default=8000, help="port to listen on (default: %(default)s)")
+    worker.add_argument(
+        "--sidecar", default="localhost:4001", help="durabletask sidecar address (default: %(default)s)"
+    )
+    worker.add_argument("--scheduler", help="Durable Task Scheduler endpoint, in place of a sidecar")
+    worker.add_argument("--taskhub", default="default", help="the scheduler's task hub (default: %(default)s)")
+    worker.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve every request without a key (default: require Authorization: Bearer with AGENT_HOST_API_KEY)",
+    )
+    worker.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.command == "worker":
+        return run_worker_command(args)
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_local_settings(Path.cwd() / "local.settings.json")
@@ -93,9 +118,38 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def fail(message: str) -> NoReturn:
-    """End `serve` with one line on stderr (exit status 1), instead of a traceback."""
-    raise SystemExit(f"agent_host serve: {message}")
+def run_worker_command(args: argparse.Namespace) -> int:
+    """`worker`: the agents `--app` names on a durabletask worker, and their HTTP API, until SIGINT or SIGTERM."""
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .worker._asgi import api_key_auth
+    from .worker._serve import ListenError, TaskHub, listen, run_worker
+
+    command = "worker"
+    try:
+        auth = None if args.no_auth else api_key_auth()
+    except ValueError as exc:
+        fail(f"{exc} From the command line: --no-auth.", command)
+    _, target = import_app(args.app, command)
+    try:
+        listener = listen(args.host, args.port)
+    except ListenError as exc:
+        fail(listen_problem(exc), command)
+    hub = TaskHub(sidecar=args.sidecar, scheduler=args.scheduler, taskhub=args.taskhub)
+    try:
+        run_worker(target, hub, listener, auth=auth, log_level=args.log_level, ready=print_banner)
+    except (ValueError, ConnectionError) as exc:
+        fail(str(exc), command)
+    return 0
+
+
+def print_banner(lines: list[str]) -> None:
+    """The lines that say what a command serves, on stdout at once."""
+    print("\n".join(lines), flush=True)
+
+
+def fail(message: str, command: str = "serve") -> NoReturn:
+    """End the command with one line on stderr (exit status 1), instead of a traceback."""
+    raise SystemExit(f"agent_host {command}: {message}")
 
 
 def listen_problem(exc: OSError) -> str:
@@ -168,7 +222,18 @@ def use_local_stream_store(state_dir: Path) -> None:
 
 
 def load_app(spec: str) -> Any:
-    """Import `module:attribute` from the current directory.
+    """Import the function app `module:attribute` from the current directory.
+
+    Raises:
+        SystemExit: as `import_app`; the module defines more than one function app.
+    """
+    module, app = import_app(spec)
+    check_app_module(module)
+    return app
+
+
+def import_app(spec: str, command: str = "serve") -> tuple[ModuleType, Any]:
+    """Import `module:attribute` from the current directory: the module, and the attribute.
 
     Raises:
         SystemExit: the spec is malformed, the module or something it imports is not found, its settings are not
@@ -181,17 +246,15 @@ def load_app(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        fail(missing_module_problem(spec, module_name, exc))
+        fail(missing_module_problem(spec, module_name, exc, command), command)
     except (ValueError, SettingNotFoundError) as exc:  # configuration mistakes raise these at startup
         logging.getLogger(__name__).debug("loading %s failed", module_name, exc_info=exc)
         place = where_raised(exc.__traceback__)
-        fail(f"{exc} (raised at {place} while loading {module_name}; --log-level DEBUG shows the traceback)")
+        fail(f"{exc} (raised at {place} while loading {module_name}; --log-level DEBUG shows the traceback)", command)
     try:
-        app = getattr(module, attribute)
+        return module, getattr(module, attribute)
     except AttributeError:
         raise SystemExit(f"Module {module_name!r} has no attribute {attribute!r}.") from None
-    check_app_module(module)
-    return app
 
 
 def check_app_module(module: Any) -> None:
@@ -211,7 +274,7 @@ def check_app_module(module: Any) -> None:
         logging.getLogger("agent_host.serve").warning("%s", warning)
 
 
-def missing_module_problem(spec: str, module_name: str, exc: ModuleNotFoundError) -> str:
+def missing_module_problem(spec: str, module_name: str, exc: ModuleNotFoundError, command: str = "serve") -> str:
     """Where `--app`'s module was looked for, or which of its imports is not installed."""
     missing = exc.name or ""
     if missing and module_name != missing and not module_name.startswith(f"{missing}."):
@@ -222,7 +285,8 @@ def missing_module_problem(spec: str, module_name: str, exc: ModuleNotFoundError
     python_path = os.environ.get("PYTHONPATH") or "not set"
     return (
         f"--app {spec}: there is no module {module_name!r} in the working directory ({Path.cwd()}) or on PYTHONPATH "
-        f"({python_path}). Run serve from the app's folder (where function_app.py is), or name the module with --app."
+        f"({python_path}). Run {command} from the app's folder{_APP_FILE.get(command, '')}, or name the module with "
+        "--app."
     )
 
 

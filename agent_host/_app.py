@@ -29,8 +29,9 @@ from ._conversation.state_cache import CONVERSATION_CACHE, MB
 from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
+from ._http.agent_routes import CONVERSATION_ROUTE, conversation_routes, openai_routes
 from ._http.conversation_list import ConversationListRoute
-from ._http.openai_responses import OpenAIResponsesRoutes, render_openai_error
+from ._http.openai_responses import OpenAIResponsesRoutes
 from ._http.route_table import HttpRoute
 from ._http.routes import HealthRoute, Routes
 from ._http.workflow_routes import WorkflowRoutes
@@ -65,7 +66,6 @@ logger = logging.getLogger("agent_host.app")
 # agent-framework-azurefunctions' defaults: a `/run` waits up to 30 x 1 s for its answer.
 DEFAULT_MAX_POLL_RETRIES = 30
 DEFAULT_POLL_INTERVAL_SECONDS = 1.0
-CONVERSATION_ROUTE = "agents/{agent}/conversations/{conversationId}"
 # Every route takes every method, so the app itself answers a wrong one: 405 with an honest Allow (or, for
 # OPTIONS, 204 with Allow), in the JSON error body, on the local host and on Azure alike.
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -459,24 +459,8 @@ class AgentFunctionApp(df.DFApp):
             health = HealthRoute(self._agent_routes, self._workflow_names)
             anonymous = func.AuthLevel.ANONYMOUS
             table.append(HttpRoute("api_health", "health", {"GET": health.health}, client=False, auth_level=anonymous))
+        table += conversation_routes(conversations)
         table += [
-            HttpRoute("api_turns", f"{conversation}/turns", {"POST": conversations.post_turn}),
-            HttpRoute("api_turn", f"{conversation}/turns/{{turnId}}", {"GET": conversations.get_turn}),
-            HttpRoute(
-                "api_turn_cancel", f"{conversation}/turns/{{turnId}}/cancel", {"POST": conversations.cancel_turn}
-            ),
-            HttpRoute(
-                "api_turn_stream", f"{conversation}/turns/{{turnId}}/stream", {"GET": conversations.get_turn_stream}
-            ),
-            HttpRoute(
-                "api_conversation",
-                conversation,
-                {"GET": conversations.get_conversation, "DELETE": conversations.delete_conversation},
-            ),
-            HttpRoute("api_messages", f"{conversation}/messages", {"GET": conversations.get_messages}),
-            HttpRoute("api_retention", f"{conversation}/retention", {"PUT": conversations.put_retention}),
-            HttpRoute("api_run", "agents/{agent}/run", {"POST": conversations.run}),
-            HttpRoute("api_agui", "agents/{agent}/agui", {"POST": conversations.agui}),
             HttpRoute("api_workflow_runs", runs, {"POST": workflows.runs}),
             HttpRoute("api_workflow_run", f"{runs}/{{runId}}", {"GET": workflows.run}),
             HttpRoute(
@@ -493,16 +477,7 @@ class AgentFunctionApp(df.DFApp):
             ),
             HttpRoute("api_conversations", "agents/{agent}/conversations", {"GET": listing.conversations}),
         ]
-        openai = OpenAIResponsesRoutes(self._http_agent_routes, self.settings, clock, conversations)
-        table += [
-            HttpRoute(name, f"openai/v1/{path}", methods, client=client, render_error=render_openai_error)
-            for name, path, methods, client in (
-                ("api_openai_responses", "responses", {"POST": openai.create}, True),
-                ("api_openai_response", "responses/{responseId}", {"GET": openai.retrieve}, True),
-                ("api_openai_models", "models", {"GET": openai.models}, False),
-                ("api_openai_model", "models/{model}", {"GET": openai.model}, False),
-            )
-        ]
+        table += openai_routes(OpenAIResponsesRoutes(self._http_agent_routes, self.settings, clock, conversations))
         if self.inspector:
             inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes, self.clock)
             table += [

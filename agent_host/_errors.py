@@ -163,14 +163,16 @@ class ConversationNotFoundError(AgentHostError):
 
 
 class UnauthenticatedError(AgentHostError):
-    """Conversations have owners, and the request names no principal."""
+    """Conversations have owners and the request names no principal, or the host's auth hook refused the request;
+    `message` says which and what to send."""
 
     codes = ("unauthenticated",)
     status = 401
 
-    def __init__(self) -> None:
+    def __init__(self, message: str | None = None) -> None:
         super().__init__(
-            "This app's conversations belong to their users, and the request names none. Sign in (App Service "
+            message
+            or "This app's conversations belong to their users, and the request names none. Sign in (App Service "
             "authentication passes X-MS-CLIENT-PRINCIPAL-ID), or send the identity the app's conversation_owners "
             "hook reads."
         )

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from apps import build_app, make_agent
 from chat_clients import ScriptedChatClient
 from hosting import RunningHost
+from worker_hosting import HttpHost, RunningWorkerHost, Serve
+
+from agent_host import HostSettings
 
 # The template's local.settings.json sets it, and HTTP-streams apps need it (the local host refuses them without it):
 # the tests' apps run with the app settings the template gives.
@@ -28,3 +32,24 @@ def scripted_host(tmp_path: Path) -> Iterator[tuple[RunningHost, ScriptedChatCli
     running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
     yield running, client
     running.stop()
+
+
+@pytest.fixture(params=["functions", "worker"])
+def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
+    """Serve the agent `make_agent()` makes (again on each restart) on one of the two hosts of the HTTP API: the
+    function app on the local host, or the standalone worker's ASGI app on durabletask's in-memory backend. A test
+    that takes it runs once on each, with the same assertions (docs/standalone-worker.md)."""
+    started: list[HttpHost] = []
+
+    def start(make_agent: Callable[[], Any], settings: HostSettings | None = None) -> HttpHost:
+        host: HttpHost
+        if request.param == "functions":
+            host = RunningHost(lambda: build_app(make_agent(), settings=settings), tmp_path)
+        else:
+            host = RunningWorkerHost(lambda: [make_agent()], settings=settings)
+        started.append(host)
+        return host
+
+    yield start
+    for host in started:
+        host.stop()

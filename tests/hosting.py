@@ -108,18 +108,31 @@ class RunningHost:
         raw: bytes | None = None,
     ) -> Reply:
         assert self.host is not None
-        url = urlsplit(self.host.base_url)
-        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
-        sent_headers = dict(headers or {})
-        data: bytes | None = raw
-        if body is not None:
-            data = json.dumps(body).encode()
-            sent_headers.setdefault("Content-Type", "application/json")
-        connection.request(method, path, body=data, headers=sent_headers)
-        response = connection.getresponse()
-        reply = Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
-        connection.close()
-        return reply
+        return request_at(self.host.base_url, method, path, body, headers=headers, raw=raw)
+
+
+def request_at(
+    base_url: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    headers: dict[str, str] | None = None,
+    raw: bytes | None = None,
+) -> Reply:
+    """One HTTP request to the server at `base_url`: `body` sent as JSON, or `raw` bytes as they are."""
+    url = urlsplit(base_url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    sent_headers = dict(headers or {})
+    data: bytes | None = raw
+    if body is not None:
+        data = json.dumps(body).encode()
+        sent_headers.setdefault("Content-Type", "application/json")
+    connection.request(method, path, body=data, headers=sent_headers)
+    response = connection.getresponse()
+    reply = Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+    connection.close()
+    return reply
 
 
 def free_port() -> int:
@@ -133,7 +146,14 @@ def start_serve(
     cwd: Path, port: int, state_dir: Path, env: dict[str, str], *, until: str = "Listening on"
 ) -> subprocess.Popen[str]:
     """Start `python -m agent_host serve` in `cwd` and read its banner until a line holds `until`."""
-    command = [sys.executable, "-m", "agent_host", "serve", "--port", str(port), "--state-dir", str(state_dir)]
+    return start_command(cwd, ["serve", "--port", str(port), "--state-dir", str(state_dir)], env, until=until)
+
+
+def start_command(
+    cwd: Path, arguments: list[str], env: dict[str, str], *, until: str = "Listening on"
+) -> subprocess.Popen[str]:
+    """Start `python -m agent_host <arguments>` in `cwd` and read its output until a line holds `until`."""
+    command = [sys.executable, "-m", "agent_host", *arguments]
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     banner = ""

@@ -8,7 +8,6 @@ client and read model; nothing of HTTP.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,11 +72,8 @@ async def delete_conversation(
     conversations: ConversationClient,
     conversation_id: str,
     change_id: str,
-    *,
-    signalled: Callable[[], None] = lambda: None,
 ) -> bool:
     """Delete the conversation: True once deleted, False while it is still being deleted after the wait.
-    `signalled` runs once the delete is signalled.
 
     Raises:
         ConversationNotFoundError: there was nothing to delete, or another delete got there first (404).
@@ -88,7 +84,6 @@ async def delete_conversation(
     # Signalled even when nothing is stored yet: a first turn may be queued, and the deletion comes after it, so the
     # conversation does not appear afterwards. With nothing stored the operation stores nothing.
     await conversations.signal(conversation_id, DELETE_OPERATION, {"changeId": change_id})
-    signalled()
     if state is None or state.is_deleted:
         raise ConversationNotFoundError(conversations.agent_name, conversation_id, deleted=state is not None)
     settled = await conversations.wait_for_delete(conversation_id, change_id, DELETE_WAIT_SECONDS)

@@ -7,9 +7,10 @@ and the entity's operations; nothing of HTTP, MCP or how the entity runs a turn.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .._clock import Clock
+from .._contract import AgentRoute
 from .._conversation.view import ConversationView
 
 
@@ -59,4 +60,14 @@ class ConversationClient(Protocol):
 
     def watch_expiry(self, conversation_id: str, clock: Clock) -> TurnWatch:
         """Start the conversation's expiry watch alongside a turn or change."""
+        ...
+
+
+@runtime_checkable
+class ConversationClients(Protocol):
+    """A host's conversation clients, one per agent: what the routes take in place of the Functions durable client
+    binding on a host without one (the standalone worker's HTTP API)."""
+
+    def for_agent(self, agent: AgentRoute) -> ConversationClient:
+        """The agent's conversations."""
         ...

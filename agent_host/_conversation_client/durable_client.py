@@ -13,10 +13,11 @@ import aiohttp
 import azure.durable_functions as df
 
 from .._clock import Clock
-from .._contract import RUN_OPERATION, AgentRoute
+from .._contract import DELETE_OPERATION, RUN_OPERATION, AgentRoute
 from .._conversation.state import decode_state
 from .._conversation.view import ConversationView
 from .._errors import StorageUnavailableError
+from .._expiry.recent import RECENT_WATCHES
 from .._expiry.starter import TurnExpiry
 from .._tracing import with_trace_context
 from .entity_state import EntityStateReader
@@ -56,6 +57,8 @@ class DurableConversationClient(ReadBackWaits):
             raise StorageUnavailableError(f"the durable host could not be reached: {type(exc).__name__}") from None
         except Exception as exc:  # the SDK raises a bare Exception naming an unexpected status
             raise StorageUnavailableError(f"the durable host refused the signal: {exc}") from None
+        if operation == DELETE_OPERATION:  # the conversation's next turn starts its expiry afresh
+            RECENT_WATCHES.forget(self._client, self._agent.entity_name, conversation_id)
 
     async def read(self, conversation_id: str) -> ConversationView | None:
         """The conversation's validated state (a deleted one's tombstone included), or None when it never existed.

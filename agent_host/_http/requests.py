@@ -14,7 +14,7 @@ import azure.functions as func
 from pydantic import BaseModel
 
 from .._contract import AgentRoute, parse_model
-from .._conversation_client.client import ConversationClient
+from .._conversation_client.client import ConversationClient, ConversationClients
 from .._conversation_client.durable_client import DurableConversationClient
 from .._conversation_client.owners import for_caller
 from .._errors import InvalidRequestError, MessageTooLargeError, UnsupportedMediaTypeError
@@ -34,14 +34,19 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def conversation_client(
-    req: func.HttpRequest, client: df.DurableOrchestrationClient, agent: AgentRoute
+    req: func.HttpRequest, client: df.DurableOrchestrationClient | ConversationClients, agent: AgentRoute
 ) -> ConversationClient:
-    """The agent's conversations as the request's caller may reach them (every one unless owners are on).
+    """The agent's conversations as the request's caller may reach them (every one unless owners are on), through
+    the Functions durable client binding or a host's own `ConversationClients`.
 
     Raises:
         UnauthenticatedError: owners are on, and the request names no caller.
     """
-    return for_caller(DurableConversationClient(client, agent), agent.owners, req.headers, req.params)
+    if isinstance(client, ConversationClients):
+        conversations = client.for_agent(agent)
+    else:
+        conversations = DurableConversationClient(client, agent)
+    return for_caller(conversations, agent.owners, req.headers, req.params)
 
 
 def media_type(req: func.HttpRequest) -> str:

@@ -42,7 +42,6 @@ from .._errors import (
     UnsupportedMediaTypeError,
     status_for_code,
 )
-from .._expiry.recent import RECENT_WATCHES
 from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
@@ -350,9 +349,7 @@ class Routes:
         agent, conversation_id = self._target(req)
         change_id = delete_change_id(idempotency_key(req))
         conversations = conversation_client(req, client, agent)
-        # Once the delete is signalled, the conversation's next turn starts its expiry afresh.
-        forget_watch = functools.partial(RECENT_WATCHES.forget, client, agent.entity_name, conversation_id)
-        if await delete_conversation(conversations, conversation_id, change_id, signalled=forget_watch):
+        if await delete_conversation(conversations, conversation_id, change_id):
             return func.HttpResponse(status_code=204)
         return json_response(202, {"conversationId": conversation_id, "status": "deleting"})
 

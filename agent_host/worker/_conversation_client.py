@@ -82,6 +82,22 @@ class DurableTaskConversationClient(ReadBackWaits):
         return EntityInstanceId(self._agent.entity_name, conversation_id)
 
 
+class TaskHubConversations:
+    """Every agent's conversations through one durabletask client: the `ConversationClients` the routes take on the
+    standalone worker's HTTP API, where Functions hands them its durable client binding.
+
+    Args:
+        client: A `TaskHubGrpcClient` (or `DurableTaskSchedulerClient`) on the worker's task hub.
+    """
+
+    def __init__(self, client: TaskHubGrpcClient) -> None:
+        self._client = client
+
+    def for_agent(self, agent: AgentRoute) -> DurableTaskConversationClient:
+        """The agent's conversations."""
+        return DurableTaskConversationClient(self._client, agent)
+
+
 class NoExpiryWatch:
     """The expiry watch of a host without idle expiry: settling it does nothing."""
 

@@ -103,6 +103,11 @@ class AgentWorker:
         """The registered agents, by name."""
         return {name: entity.agent for name, entity in self._entities.items()}
 
+    @property
+    def agent_routes(self) -> dict[str, AgentRoute]:
+        """What the HTTP side knows of each registered agent, by name (the ASGI app serves them)."""
+        return dict(self._routes)
+
     def add_agent(
         self,
         agent: SupportsAgentRun,

@@ -1,10 +1,10 @@
-"""Exactly-once turns over at-least-once delivery, Idempotency-Key retries, 410 versus 404, and the /run route."""
+"""Exactly-once turns over at-least-once delivery, Idempotency-Key retries, 410 versus 404, and the /run route; the
+tests that take `serve` run on both hosts of the HTTP API (the function app, the standalone worker's ASGI app)."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -14,13 +14,14 @@ from apps import build_app, make_agent
 from chat_clients import ScriptedChatClient, default_reply
 from faults import crash_before_entity_commit, deliver_twice
 from hosting import RunningHost
+from worker_hosting import HttpHost, Serve
 
 from agent_host import HostSettings, OfflineChatClient
 
 BASE = "/api/agents/assistant/conversations"
 
 
-def history(running: RunningHost, conversation: str) -> list[str]:
+def history(running: HttpHost, conversation: str) -> list[str]:
     reply = running.request("GET", f"{BASE}/{conversation}/messages")
     return [m["text"] for m in reply.json()["messages"]]
 
@@ -72,8 +73,9 @@ def test_crash_after_the_model_ran_before_commit_is_redelivered_and_committed_on
     assert reply.json()["text"] == "reply 2: hello"
 
 
-def test_idempotency_key_retry_returns_the_same_turn_without_a_second_model_call(scripted_host) -> None:
-    running, client = scripted_host
+def test_idempotency_key_retry_returns_the_same_turn_without_a_second_model_call(serve: Serve) -> None:
+    client = ScriptedChatClient()
+    running = serve(lambda: make_agent(client))
     key = {"Idempotency-Key": "retry-123"}
 
     first = running.request("POST", f"{BASE}/c1/turns", {"message": "book it"}, headers=key)
@@ -105,8 +107,9 @@ def test_idempotency_key_retry_while_the_first_is_still_running_gets_the_first_t
     assert messages == ["once", "reply 1: once"]
 
 
-def test_same_idempotency_key_with_a_different_body_is_409(scripted_host) -> None:
-    running, client = scripted_host
+def test_same_idempotency_key_with_a_different_body_is_409(serve: Serve) -> None:
+    client = ScriptedChatClient()
+    running = serve(lambda: make_agent(client))
     key = {"Idempotency-Key": "k-1"}
     running.request("POST", f"{BASE}/c1/turns", {"message": "first"}, headers=key)
 
@@ -117,18 +120,12 @@ def test_same_idempotency_key_with_a_different_body_is_409(scripted_host) -> Non
     assert len(client.calls) == 1
 
 
-def test_an_expired_turn_is_410_and_a_never_seen_turn_is_404(tmp_path: Path) -> None:
-    settings = HostSettings(max_turn_records=2)
-    running = RunningHost(lambda: build_app(make_agent(ScriptedChatClient()), settings=settings), tmp_path)
-    try:
-        turn_ids = [
-            running.request("POST", f"{BASE}/c1/turns", {"message": f"m{i}"}).json()["turnId"] for i in range(3)
-        ]
-        expired = running.request("GET", f"{BASE}/c1/turns/{turn_ids[0]}")
-        kept = running.request("GET", f"{BASE}/c1/turns/{turn_ids[2]}")
-        never = running.request("GET", f"{BASE}/c1/turns/00000000001deadbeef")
-    finally:
-        running.stop()
+def test_an_expired_turn_is_410_and_a_never_seen_turn_is_404(serve: Serve) -> None:
+    running = serve(lambda: make_agent(ScriptedChatClient()), HostSettings(max_turn_records=2))
+    turn_ids = [running.request("POST", f"{BASE}/c1/turns", {"message": f"m{i}"}).json()["turnId"] for i in range(3)]
+    expired = running.request("GET", f"{BASE}/c1/turns/{turn_ids[0]}")
+    kept = running.request("GET", f"{BASE}/c1/turns/{turn_ids[2]}")
+    never = running.request("GET", f"{BASE}/c1/turns/00000000001deadbeef")
 
     assert expired.status == 410
     assert expired.json()["status"] == "expired" and expired.json()["error"]["code"] == "turn_expired"
@@ -137,13 +134,11 @@ def test_an_expired_turn_is_410_and_a_never_seen_turn_is_404(tmp_path: Path) -> 
 
 
 @pytest.fixture
-def offline(tmp_path: Path) -> Iterator[RunningHost]:
-    running = RunningHost(lambda: build_app(make_agent(OfflineChatClient())), tmp_path)
-    yield running
-    running.stop()
+def offline(serve: Serve) -> HttpHost:
+    return serve(lambda: make_agent(OfflineChatClient()))
 
 
-def test_run_route_accepts_the_published_hosts_json_shape(offline: RunningHost) -> None:
+def test_run_route_accepts_the_published_hosts_json_shape(offline: HttpHost) -> None:
     offline.request("POST", "/api/agents/assistant/run", {"message": "My name is Ada.", "session_id": "s1"})
     reply = offline.request("POST", "/api/agents/assistant/run", {"message": "What is my name?", "thread_id": "s1"})
 
@@ -156,7 +151,7 @@ def test_run_route_accepts_the_published_hosts_json_shape(offline: RunningHost) 
     assert same[0]["text"] == "My name is Ada."
 
 
-def test_run_route_answers_plain_text_with_the_session_header(offline: RunningHost) -> None:
+def test_run_route_answers_plain_text_with_the_session_header(offline: HttpHost) -> None:
     headers = {"Content-Type": "text/plain"}
     offline.request("POST", "/api/agents/assistant/run?session_id=t1", raw=b"My city is Oslo.", headers=headers)
     reply = offline.request("POST", "/api/agents/assistant/run?thread_id=t1", raw=b"What is my city?", headers=headers)
@@ -167,7 +162,7 @@ def test_run_route_answers_plain_text_with_the_session_header(offline: RunningHo
     assert reply.body.decode() == "[offline model] Your city is Oslo."
 
 
-def test_run_route_without_waiting_is_202_with_the_turn_location(offline: RunningHost) -> None:
+def test_run_route_without_waiting_is_202_with_the_turn_location(offline: HttpHost) -> None:
     reply = offline.request(
         "POST",
         "/api/agents/assistant/run",
@@ -182,14 +177,14 @@ def test_run_route_without_waiting_is_202_with_the_turn_location(offline: Runnin
     )
 
 
-def test_run_route_rejects_conflicting_session_ids(offline: RunningHost) -> None:
+def test_run_route_rejects_conflicting_session_ids(offline: HttpHost) -> None:
     reply = offline.request("POST", "/api/agents/assistant/run?session_id=a", {"message": "hi", "session_id": "b"})
 
     assert reply.status == 400
     assert reply.json()["error"]["code"] == "conflicting_session_id"
 
 
-def test_run_route_without_a_session_starts_a_new_conversation(offline: RunningHost) -> None:
+def test_run_route_without_a_session_starts_a_new_conversation(offline: HttpHost) -> None:
     reply = offline.request("POST", "/api/agents/assistant/run", {"message": "hello"})
 
     session = reply.json()["session_id"]

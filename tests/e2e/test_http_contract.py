@@ -1,33 +1,43 @@
-"""The HTTP contract end to end: real HTTP triggers and durable client against the local host."""
+"""The HTTP contract end to end, on both hosts of the HTTP API: the function app's real HTTP triggers and durable
+client on the local host, and the standalone worker's ASGI app on durabletask (the `serve` fixture)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+import time
 from urllib.parse import urlsplit
 
 import pytest
-from apps import build_app, make_agent
+from apps import make_agent
 from chat_clients import FailingChatClient, ScriptedChatClient
-from hosting import RunningHost
+from hosting import Reply
+from worker_hosting import HttpHost, Serve
 
 from agent_host import OfflineChatClient
 
 BASE = "/api/agents/assistant/conversations"
+SETTLE_SECONDS = 60.0
 
 
-def offline_app():
-    return build_app(make_agent(OfflineChatClient()))
+def offline_agent():
+    return make_agent(OfflineChatClient())
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[RunningHost]:
-    running = RunningHost(offline_app, tmp_path)
-    yield running
-    running.stop()
+def host(serve: Serve) -> HttpHost:
+    return serve(offline_agent)
 
 
-def test_health_lists_the_agents(host: RunningHost) -> None:
+def settled(host: HttpHost, path: str) -> Reply:
+    """The turn at `path` once it is no longer pending (202)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    reply = host.request("GET", path)
+    while reply.status == 202 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        reply = host.request("GET", path)
+    return reply
+
+
+def test_health_lists_the_agents(host: HttpHost) -> None:
     reply = host.request("GET", "/api/health")
 
     assert reply.status == 200
@@ -39,7 +49,7 @@ def test_health_lists_the_agents(host: RunningHost) -> None:
     }
 
 
-def test_a_later_turn_recalls_an_earlier_one(host: RunningHost) -> None:
+def test_a_later_turn_recalls_an_earlier_one(host: HttpHost) -> None:
     first = host.request("POST", f"{BASE}/c1/turns", {"message": "My name is Ada."})
     second = host.request("POST", f"{BASE}/c1/turns", {"message": "What is my name?"})
 
@@ -52,7 +62,7 @@ def test_a_later_turn_recalls_an_earlier_one(host: RunningHost) -> None:
     assert body["usage"]["input_token_count"] > 0
 
 
-def test_plain_text_body_is_a_message(host: RunningHost) -> None:
+def test_plain_text_body_is_a_message(host: HttpHost) -> None:
     host.request(
         "POST", f"{BASE}/c2/turns", raw=b"My favourite color is green.", headers={"Content-Type": "text/plain"}
     )
@@ -64,7 +74,7 @@ def test_plain_text_body_is_a_message(host: RunningHost) -> None:
     assert "green" in reply.json()["text"]
 
 
-def test_not_waiting_returns_202_with_a_location_to_poll(host: RunningHost) -> None:
+def test_not_waiting_returns_202_with_a_location_to_poll(host: HttpHost) -> None:
     reply = host.request("POST", f"{BASE}/c3/turns", {"message": "hello", "wait": False})
 
     assert reply.status == 202
@@ -72,13 +82,12 @@ def test_not_waiting_returns_202_with_a_location_to_poll(host: RunningHost) -> N
     assert body["status"] == "pending"
     location = reply.headers["location"]
     assert location.endswith(f"/api/agents/assistant/conversations/c3/turns/{body['turnId']}")
-    host.wait_idle()
-    polled = host.request("GET", urlsplit(location).path)
+    polled = settled(host, urlsplit(location).path)
     assert polled.status == 200
     assert polled.json()["text"] == '[offline model] You said: "hello". (0 earlier messages in this conversation.)'
 
 
-def test_conversation_and_messages_in_order(host: RunningHost) -> None:
+def test_conversation_and_messages_in_order(host: HttpHost) -> None:
     host.request("POST", f"{BASE}/c4/turns", {"message": "one"})
     host.request("POST", f"{BASE}/c4/turns", {"message": "two"})
 
@@ -101,7 +110,16 @@ def test_conversation_and_messages_in_order(host: RunningHost) -> None:
     assert [m.get("authorName") for m in listed] == [None, "assistant", None, "assistant"]
 
 
-def test_delete_removes_the_conversation(host: RunningHost) -> None:
+def test_a_trailing_slash_reaches_the_same_route(host: HttpHost) -> None:
+    host.request("POST", f"{BASE}/c6/turns/", {"message": "one"})
+
+    reply = host.request("GET", f"{BASE}/c6/")
+
+    assert reply.status == 200
+    assert reply.json()["turnCount"] == 1
+
+
+def test_delete_removes_the_conversation(host: HttpHost) -> None:
     host.request("POST", f"{BASE}/c5/turns", {"message": "remember me"})
 
     deleted = host.request("DELETE", f"{BASE}/c5")
@@ -143,50 +161,36 @@ def test_bad_requests_get_a_json_error(host, method, path, body, raw, headers, s
     assert reply.json()["error"]["message"]
 
 
-def test_a_failed_model_turn_is_a_5xx_with_the_error(tmp_path: Path) -> None:
-    running = RunningHost(lambda: build_app(make_agent(FailingChatClient())), tmp_path)
-    try:
-        reply = running.request("POST", f"{BASE}/c1/turns", {"message": "hi"})
-    finally:
-        running.stop()
+def test_a_failed_model_turn_is_a_5xx_with_the_error(serve: Serve) -> None:
+    reply = serve(lambda: make_agent(FailingChatClient())).request("POST", f"{BASE}/c1/turns", {"message": "hi"})
 
     assert reply.status == 502
     assert reply.json()["status"] == "failed"
     assert reply.json()["error"]["code"] == "turn_failed"
 
 
-def test_restart_keeps_the_conversation(tmp_path: Path) -> None:
-    running = RunningHost(offline_app, tmp_path)
-    try:
-        running.request("POST", f"{BASE}/c1/turns", {"message": "My name is Grace."})
-        running.restart()
-        reply = running.request("POST", f"{BASE}/c1/turns", {"message": "What is my name?"})
-    finally:
-        running.stop()
+def test_restart_keeps_the_conversation(serve: Serve) -> None:
+    running = serve(offline_agent)
+    running.request("POST", f"{BASE}/c1/turns", {"message": "My name is Grace."})
+    running.restart()
+    reply = running.request("POST", f"{BASE}/c1/turns", {"message": "What is my name?"})
 
     assert reply.json()["text"] == "[offline model] Your name is Grace."
 
 
-def test_scripted_model_sees_the_whole_history_over_http(tmp_path: Path) -> None:
+def test_scripted_model_sees_the_whole_history_over_http(serve: Serve) -> None:
     client = ScriptedChatClient()
-    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
-    try:
-        for text in ["a", "b", "c"]:
-            running.request("POST", f"{BASE}/c1/turns", {"message": text})
-    finally:
-        running.stop()
+    running = serve(lambda: make_agent(client))
+    for text in ["a", "b", "c"]:
+        running.request("POST", f"{BASE}/c1/turns", {"message": text})
 
     assert [m.text for m in client.calls[-1]] == ["a", "reply 1: a", "b", "reply 2: b", "c"]
 
 
-def test_a_failed_turn_reads_back_as_a_failed_body_with_200(tmp_path: Path) -> None:
-    running = RunningHost(lambda: build_app(make_agent(FailingChatClient())), tmp_path)
-    try:
-        started = running.request("POST", f"{BASE}/c1/turns", {"message": "hi", "wait": False})
-        running.wait_idle()
-        polled = running.request("GET", urlsplit(started.headers["location"]).path)
-    finally:
-        running.stop()
+def test_a_failed_turn_reads_back_as_a_failed_body_with_200(serve: Serve) -> None:
+    running = serve(lambda: make_agent(FailingChatClient()))
+    started = running.request("POST", f"{BASE}/c1/turns", {"message": "hi", "wait": False})
+    polled = settled(running, urlsplit(started.headers["location"]).path)
 
     assert started.status == 202
     assert polled.status == 200

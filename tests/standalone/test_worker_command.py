@@ -1,0 +1,135 @@
+"""`python -m agent_host worker`: the real command in a process of its own, hosting an app module's agent on the
+in-memory backend this test process runs, serving its HTTP API; and its startup mistakes, one line each."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hosting import child_pythonpath, free_port, request_at, start_command
+
+from agent_host.worker import API_KEY_SETTING
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = "/api/agents/assistant/conversations"
+KEY = "cli-key"
+APP = """
+from agent_framework import Agent
+
+from agent_host import OfflineChatClient
+
+agent = Agent(OfflineChatClient(), "You are a helpful assistant.", name="assistant")
+not_an_agent = 42
+"""
+
+
+def environment(**settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
+    env["PYTHONPATH"] = child_pythonpath(ROOT)
+    env.update(settings)
+    return env
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> Path:
+    (tmp_path / "worker_app.py").write_text(APP, encoding="utf-8")
+    return tmp_path
+
+
+def run_until_exit(app_dir: Path, *arguments: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "agent_host", "worker", *arguments]
+    return subprocess.run(
+        command, cwd=app_dir, env=environment(**settings), capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def only_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one line the command printed on stderr; it exited 1 and printed nothing else."""
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(hub: str, app_dir: Path) -> None:
+    port = free_port()
+    arguments = ["worker", "--app", "worker_app:agent", "--port", str(port), "--sidecar", hub]
+    process = start_command(app_dir, arguments, environment(**{API_KEY_SETTING: KEY}))
+    base_url = f"http://127.0.0.1:{port}"
+    key = {"Authorization": f"Bearer {KEY}"}
+    try:
+        first = request_at(base_url, "POST", f"{BASE}/c1/turns", {"message": "My name is Ada."}, headers=key)
+        second = request_at(base_url, "POST", f"{BASE}/c1/turns", {"message": "What is my name?"}, headers=key)
+        refused = request_at(base_url, "GET", f"{BASE}/c1")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        exit_code = process.wait(60)
+    assert process.stdout is not None
+    output = process.stdout.read()
+    process.stdout.close()
+
+    assert first.status == second.status == 200
+    assert second.json()["text"] == "[offline model] Your name is Ada."
+    assert refused.status == 401 and refused.json()["error"]["code"] == "unauthenticated"
+    assert exit_code == 0, output
+    assert "Traceback" not in output
+    assert "Stopping: the worker finishes the operations it holds." in output
+
+
+def test_without_the_api_key_setting_the_command_says_how_to_set_it(app_dir: Path) -> None:
+    result = run_until_exit(app_dir, "--app", "worker_app:agent", "--port", str(free_port()))
+
+    assert only_line(result) == (
+        "agent_host worker: The HTTP API needs a key and AGENT_HOST_API_KEY is not set. Set it to a secret (clients "
+        "send it as Authorization: Bearer <key>), give asgi_app(auth=...) a hook of your own, or pass auth=None to "
+        "serve without authentication (only behind a gateway that authenticates, or on loopback). From the command "
+        "line: --no-auth."
+    )
+
+
+def test_a_module_not_found_is_one_line(app_dir: Path) -> None:
+    result = run_until_exit(app_dir, "--app", "missing_app:agent", "--no-auth")
+
+    assert only_line(result).startswith(
+        f"agent_host worker: --app missing_app:agent: there is no module 'missing_app' in the working directory "
+        f"({app_dir}) or on PYTHONPATH"
+    )
+    assert only_line(result).endswith("Run worker from the app's folder, or name the module with --app.")
+
+
+def test_an_attribute_that_is_no_agent_is_one_line(hub: str, app_dir: Path) -> None:
+    result = run_until_exit(app_dir, "--app", "worker_app:not_an_agent", "--no-auth", "--sidecar", hub)
+
+    assert only_line(result) == (
+        "agent_host worker: --app names a int; name an agent, a list of agents, or a function that takes the "
+        "AgentWorker and registers agents on it (hosted.add_agent(agent, ...))."
+    )
+
+
+def test_a_port_in_use_is_one_line(app_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = run_until_exit(app_dir, "--app", "worker_app:agent", "--no-auth", "--port", str(port))
+
+    assert only_line(result) == (
+        f"agent_host worker: port {port} on 127.0.0.1 is already in use (another serve, or func start?). Stop that "
+        "process, or choose another port with --port."
+    )
+
+
+def test_an_unreachable_sidecar_is_one_line(app_dir: Path) -> None:
+    sidecar = f"localhost:{free_port()}"
+    result = run_until_exit(app_dir, "--app", "worker_app:agent", "--no-auth", "--sidecar", sidecar)
+
+    assert only_line(result) == (
+        f"agent_host worker: cannot reach the durabletask sidecar at {sidecar} (UNAVAILABLE). Start it, or name it "
+        "with --sidecar (or --scheduler and --taskhub)."
+    )

@@ -1,0 +1,101 @@
+"""The standalone worker's HTTP API as the tests run it: an `AgentWorker` and its ASGI app (uvicorn in a thread) on
+a durabletask in-memory backend of its own, restartable, with the same `request` as `hosting.RunningHost`."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import uvicorn
+from agent_framework import SupportsAgentRun
+from durabletask.client import TaskHubGrpcClient
+from durabletask.testing import create_test_backend
+from durabletask.worker import TaskHubGrpcWorker
+from hosting import Reply, RunningHost, free_port, request_at
+
+from agent_host import HostSettings
+from agent_host._conversation.state_cache import CONVERSATION_CACHE
+from agent_host.worker import AgentWorker, AuthHook, asgi_app, worker_options
+
+STARTUP_SECONDS = 30.0
+
+
+class RunningWorkerHost:
+    """A worker hosting the agents `agents_factory` makes, and its HTTP API on 127.0.0.1; `restart()` starts a new
+    worker and server (with new agents) on the same backend, as a restarted process would.
+
+    Args:
+        agents_factory: Makes the agents each start hosts.
+        settings: The worker's settings (`HostSettings()`, the defaults, when omitted).
+        auth: The ASGI app's `auth` (None: every request is served).
+    """
+
+    def __init__(
+        self,
+        agents_factory: Callable[[], Sequence[SupportsAgentRun]],
+        *,
+        settings: HostSettings | None = None,
+        auth: AuthHook | None = None,
+    ) -> None:
+        self.agents_factory = agents_factory
+        self.settings = settings or HostSettings()
+        self.auth = auth
+        port = free_port()
+        self.backend = create_test_backend(port=port)
+        self.address = f"localhost:{port}"
+        self.base_url = ""
+        self._worker: TaskHubGrpcWorker | None = None
+        self._client: TaskHubGrpcClient | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.start()
+
+    def start(self) -> None:
+        CONVERSATION_CACHE.clear()  # a fresh process has none
+        self._worker = TaskHubGrpcWorker(host_address=self.address, **worker_options())
+        hosted = AgentWorker(self._worker, self.agents_factory(), settings=self.settings)
+        self._worker.start()
+        self._client = TaskHubGrpcClient(host_address=self.address)
+        app = asgi_app(self._client, hosted, auth=self.auth)
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        server = self._server
+        self._thread = threading.Thread(target=lambda: server.run(sockets=[listener]), daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            assert self._thread.is_alive(), "uvicorn stopped while starting"
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        """Stop the server and the worker, then the backend."""
+        self._stop_process()
+        self.backend.stop()
+
+    def restart(self) -> None:
+        self._stop_process()
+        self.start()
+
+    def _stop_process(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(30)
+        if self._worker is not None:
+            self._worker.stop()
+        if self._client is not None:
+            self._client.close()
+        self._server = self._thread = self._worker = self._client = None
+
+    def request(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Reply:
+        return request_at(self.base_url, method, path, body, **kwargs)
+
+
+HttpHost = RunningHost | RunningWorkerHost
+# Serves agents over HTTP: `serve(make_agent, settings=None)`, on the host the test is parametrized with (conftest).
+Serve = Callable[..., HttpHost]
