@@ -26,6 +26,8 @@ from ._conversation.entity import ConversationEntityFunction
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._conversation.state_cache import CONVERSATION_CACHE, MB
+from ._conversation_client.client import ConversationClient
+from ._conversation_client.durable_client import DurableConversationClient
 from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
@@ -427,7 +429,7 @@ class AgentFunctionApp(df.DFApp):
         wait = self._poll_wait if self._poll_wait is not None else settings.max_wait_seconds
 
         async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
-            return await run_agent_tool(context, client, agent, settings, clock, wait)
+            return await run_agent_tool(context, self._conversation_client(client, agent), agent, settings, clock, wait)
 
         self._register_tool_function(tool, mcp_tool)
 
@@ -446,10 +448,22 @@ class AgentFunctionApp(df.DFApp):
         with_client = self.durable_client_input(client_name="client")(mcp_tool)
         self.function_name(tool.function_name)(self.mcp_tool_trigger(**tool.trigger_arguments())(with_client))
 
+    def _conversation_client(self, binding: df.DurableOrchestrationClient, agent: AgentRoute) -> ConversationClient:
+        """The agent's conversations through the durable client binding a trigger was given: the one factory every
+        front end (the routes, `/run`, AG-UI, Responses, the inspector and MCP tools) builds its per-request client
+        with, so a test may substitute it."""
+        return DurableConversationClient(binding, agent)
+
     def _route_table(self, clock: Clock) -> list[HttpRoute]:
         """Every HTTP route the app serves, in registration order: path, methods and handlers together."""
+        factory = self._conversation_client
         conversations = Routes(
-            self._http_agent_routes, self.settings, clock, self._stream_store, run_wait=self._poll_wait
+            self._http_agent_routes,
+            self.settings,
+            clock,
+            self._stream_store,
+            conversations=factory,
+            run_wait=self._poll_wait,
         )
         workflows = WorkflowRoutes(self._workflows.routes, self.settings)
         listing = ConversationListRoute(self._http_agent_routes)
@@ -479,7 +493,7 @@ class AgentFunctionApp(df.DFApp):
         ]
         table += openai_routes(OpenAIResponsesRoutes(self._http_agent_routes, self.settings, clock, conversations))
         if self.inspector:
-            inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes, self.clock)
+            inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes, self.clock, factory)
             table += [
                 HttpRoute("api_inspector", "inspector", {"GET": inspector.page}, client=False),
                 HttpRoute("api_inspector_app", "inspector/app", {"GET": inspector.hosted}, client=False),

@@ -119,14 +119,21 @@ def asgi_app(
     if isinstance(hook, str):
         raise ValueError(f"auth must be 'api_key', a hook from request headers to a bool, or None, not {auth!r}.")
     agents = {name: replace(route, http_enabled=True) for name, route in worker.agent_routes.items()}
-    conversations = Routes(agents, worker.settings, worker.clock, lambda: stream_store)
+    clients = TaskHubConversations(client)
+    # The routes' binding argument is unused here: the worker's conversations all go through its one client.
+    conversations = Routes(
+        agents,
+        worker.settings,
+        worker.clock,
+        lambda: stream_store,
+        conversations=lambda _binding, agent: clients.for_agent(agent),
+    )
     health = HealthRoute(agents, list)
     table = [
         HttpRoute("api_health", "health", {"GET": health.health}, client=False, auth_level=func.AuthLevel.ANONYMOUS),
         *conversation_routes(conversations),
         *openai_routes(OpenAIResponsesRoutes(agents, worker.settings, worker.clock, conversations)),
     ]
-    clients = TaskHubConversations(client)
     routes = [
         Route(f"{ROUTE_PREFIX}/{route.path}", _endpoint(route, clients, hook), methods=_ALL_METHODS) for route in table
     ]

@@ -83,8 +83,8 @@ class DurableTaskConversationClient(ReadBackWaits):
 
 
 class TaskHubConversations:
-    """Every agent's conversations through one durabletask client: the `ConversationClients` the routes take on the
-    standalone worker's HTTP API, where Functions hands them its durable client binding.
+    """Every agent's conversations through one durabletask client: the conversation client factory of the standalone
+    worker's HTTP API, where Functions builds each from its durable client binding.
 
     Args:
         client: A `TaskHubGrpcClient` (or `DurableTaskSchedulerClient`) on the worker's task hub.
