@@ -183,15 +183,10 @@ class MemoryFunctionApp(AgentFunctionApp):
         response = await (function(req=req, client=UNREACHABLE_BINDING) if takes_client else function(req=req))
         return _reply(response)
 
-    def transport(self) -> httpx.MockTransport:
-        """An httpx transport that sends every request to `serve`, for real clients (OpenAI, AG-UI) on this app."""
-
-        async def handle(request: httpx.Request) -> httpx.Response:
-            path = request.url.raw_path.decode()
-            reply = await self.serve(request.method, path, dict(request.headers), await request.aread())
-            return httpx.Response(reply.status, headers=reply.headers, content=reply.body)
-
-        return httpx.MockTransport(handle)
+    def transport(self) -> MemoryTransport:
+        """An httpx transport (sync and async) that sends every request to `serve`, for real clients on this app:
+        `httpx.Client(transport=app.transport())`, or the `http_client` of an OpenAI or AG-UI client."""
+        return MemoryTransport(self)
 
     def _function_for(self, path: str) -> tuple[HttpFunction, dict[str, str], bool] | None:
         """The HTTP function serving `path`, its route parameters (decoded, as the host decodes them), and whether it
@@ -209,6 +204,24 @@ class MemoryFunctionApp(AgentFunctionApp):
                 params = {name: unquote(value) for name, value in found.groupdict().items()}
                 return function.get_user_function(), params, takes_client
         return None
+
+
+class MemoryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """Sends an httpx client's requests to a `MemoryFunctionApp` instead of the network."""
+
+    def __init__(self, app: MemoryFunctionApp) -> None:
+        self._app = app
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Serve one request of a sync client, on an event loop of its own."""
+        request.read()  # its body, read here: a sync client's stream cannot be read on the loop
+        return asyncio.run(self.handle_async_request(request))
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Serve one request of an async client."""
+        body = await request.aread()
+        reply = await self._app.serve(request.method, request.url.raw_path.decode(), dict(request.headers), body)
+        return httpx.Response(reply.status, headers=reply.headers, content=reply.body)
 
 
 def memory_app(*agents: Any, settings: HostSettings | None = None, **kwargs: Any) -> MemoryFunctionApp:
