@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import re
 import threading
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import azure.functions as func
 import httpx
+import mcp.types as types
 from azure.functions.decorators.http import HttpTrigger
 from batches import EntityDriver
 from hosting import Reply
+from mcp.shared.exceptions import MCPError
 
 from agent_host import AgentFunctionApp, HostSettings
 from agent_host._clock import Clock
@@ -36,6 +40,9 @@ from agent_host._conversation.state import decode_state
 from agent_host._conversation.view import ConversationView
 from agent_host._conversation_client.waits import ReadBackWaits
 from agent_host._http.event_stream import content_type
+from agent_host._local_host.direct_invoker import DirectInvoker
+from agent_host._local_host.mcp_protocol import Caller, McpServer
+from agent_host._local_host.mcp_tools import discover_mcp_tools
 from agent_host.worker._conversation_client import NoExpiryWatch
 
 BASE_URL = "http://memory.test"
@@ -49,6 +56,7 @@ UNREACHABLE_BINDING = json.dumps(
 _ROUTE_PARAMETER = re.compile(r"\{(\w+)\}")
 
 HttpFunction = Callable[..., Awaitable[func.HttpResponse]]
+T = TypeVar("T")
 
 
 class MemoryConversations:
@@ -222,6 +230,65 @@ class MemoryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         body = await request.aread()
         reply = await self._app.serve(request.method, request.url.raw_path.decode(), dict(request.headers), body)
         return httpx.Response(reply.status, headers=reply.headers, content=reply.body)
+
+
+class MemoryMcpSession:
+    """An MCP client session's requests answered by the app's tool functions as the Functions MCP extension answers
+    them: the local host's stand-in for the extension (`_local_host/mcp_protocol.py`), called directly, without its
+    HTTP endpoint or any host. Its methods answer as `mcp.ClientSession`'s do.
+
+    Args:
+        app: The app whose `mcpToolTrigger` functions serve the tools.
+        headers: The HTTP headers the calls arrive with (names in lower case), as the extension hands them on.
+    """
+
+    def __init__(self, app: MemoryFunctionApp, headers: Mapping[str, str] | None = None) -> None:
+        functions = app.indexed_functions
+        tools = discover_mcp_tools(functions, DirectInvoker(functions, why="in memory"))
+        self._server = McpServer(tools, lambda _task_hub: UNREACHABLE_BINDING)
+        lowered = {name.lower(): value for name, value in (headers or {}).items()}
+        self._caller = Caller("http-streamable", uuid.uuid4().hex, lowered)
+        self._ids = itertools.count(1)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Call a tool, as `ClientSession.call_tool`."""
+        result = await self._request("tools/call", {"name": name, "arguments": arguments})
+        return types.CallToolResult.model_validate(result)
+
+    async def list_tools(self) -> types.ListToolsResult:
+        """List the tools, as `ClientSession.list_tools`."""
+        return types.ListToolsResult.model_validate(await self._request("tools/list", {}))
+
+    async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The result of one JSON-RPC request.
+
+        Raises:
+            MCPError: the server answered with an error, as the SDK client raises it.
+        """
+        message = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
+        answer = await self._server.answer(message, self._caller)
+        assert answer is not None
+        if "error" in answer:
+            raise MCPError(answer["error"]["code"], answer["error"]["message"])
+        return answer["result"]
+
+
+def with_mcp_session(
+    app: MemoryFunctionApp,
+    use: Callable[[MemoryMcpSession], Coroutine[Any, Any, T]],
+    *,
+    headers: dict[str, str] | None = None,
+) -> T:
+    """Run `use` with a session on the app's tools and return what it returns (`mcp_harness.with_session` on the
+    local host)."""
+    return asyncio.run(use(MemoryMcpSession(app, headers)))
+
+
+def call_mcp_tool(
+    app: MemoryFunctionApp, name: str, arguments: dict[str, Any], *, headers: dict[str, str] | None = None
+) -> types.CallToolResult:
+    """One tool call in a session of its own (`mcp_harness.call_tool` on the local host)."""
+    return with_mcp_session(app, lambda session: session.call_tool(name, arguments), headers=headers)
 
 
 def memory_app(*agents: Any, settings: HostSettings | None = None, **kwargs: Any) -> MemoryFunctionApp:

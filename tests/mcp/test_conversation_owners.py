@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from apps import build_app, make_agent
 from hosting import RunningHost
-from mcp_harness import call_tool, texts
+from mcp_harness import call_tool
+from tool_results import texts
 
 from agent_host import ConversationNotFoundError, OfflineChatClient
 from agent_host._http.openai_responses import ResponseRef
