@@ -3,10 +3,8 @@ text blocks, and the conversation a call took its turn in, as the HTTP API shows
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 import mcp.types as types
-from hosting import Reply
+from hosting import SendsRequests
 
 CONVERSATIONS = "/api/agents/{agent}/conversations"
 AGENT_SCHEMA = {
@@ -26,14 +24,6 @@ AGENT_SCHEMA = {
     },
     "required": ["query"],
 }
-
-
-class SendsRequests(Protocol):
-    """A host the tests send HTTP requests to (`hosting.RunningHost`, `front_doors.MemoryFunctionApp`)."""
-
-    def request(self, method: str, path: str, body: Any = None) -> Reply:
-        """One request; the reply."""
-        ...
 
 
 def texts(result: types.CallToolResult) -> list[str]:
