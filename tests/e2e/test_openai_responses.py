@@ -10,7 +10,7 @@ from pathlib import Path
 
 import openai
 import pytest
-from agent_framework import tool
+from approval_tools import refund
 from apps import build_app, make_agent
 from chat_clients import EchoScript, FailingChatClient, ScriptedChatClient
 from hosting import RunningHost
@@ -20,14 +20,6 @@ from agent_host import OfflineChatClient
 
 KEY = "test-key"
 HEADERS = {"x-functions-key": KEY}
-executed: list[str] = []
-
-
-@tool(approval_mode="always_require")
-def refund(order_id: str) -> str:
-    """Refund an order."""
-    executed.append(order_id)
-    return f"Refunded {order_id}."
 
 
 class Host:

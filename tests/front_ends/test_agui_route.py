@@ -14,6 +14,7 @@ import pytest
 from ag_ui.core import Event
 from agent_framework import Agent, Message, tool
 from agent_framework_ag_ui import AGUIChatClient
+from approval_tools import executed, refund
 from apps import make_agent
 from chat_clients import FailingChatClient, StreamingChatClient, recall_reply
 from front_doors import BASE_URL, MemoryFunctionApp, memory_app
@@ -23,14 +24,6 @@ KEY = "agui-key"
 AGUI = "/api/agents/assistant/agui"
 KEYED = {"x-functions-key": KEY}
 AGUI_EVENT: TypeAdapter[Any] = TypeAdapter(Event)
-executed: list[str] = []
-
-
-@tool(approval_mode="always_require")
-def refund(order_id: str) -> str:
-    """Refund an order."""
-    executed.append(order_id)
-    return f"Refunded {order_id}."
 
 
 @tool

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-from agent_framework import Agent, Message, tool
+from agent_framework import Agent, Message
 from agent_framework_openai import OpenAIChatClient
+from approval_tools import executed, refund
 from apps import make_agent
 from chat_clients import EchoScript, FailingChatClient, ScriptedChatClient
 from front_doors import BASE_URL, memory_app
@@ -24,14 +25,6 @@ from agent_host import OfflineChatClient
 
 KEY = "test-key"
 HEADERS = {"x-functions-key": KEY}
-executed: list[str] = []
-
-
-@tool(approval_mode="always_require")
-def refund(order_id: str) -> str:
-    """Refund an order."""
-    executed.append(order_id)
-    return f"Refunded {order_id}."
 
 
 class Host:
