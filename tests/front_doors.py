@@ -3,8 +3,8 @@
 
 `MemoryConversationClient` honours the `ConversationClient` contract: `signal` runs the operation on the conversation
 entity (the real entity function, fed the host's batch JSON from `batches.py`) before it returns, and `read` decodes
-the state it committed. So only the local host's own tests need the local host; a test of route validation, error
-bodies, rendering, AG-UI, the Responses API, MCP tool calls or the inspector runs here.
+the state it committed. A test of route validation, error bodies, rendering, AG-UI, the Responses API, MCP tool calls
+or the inspector's views runs here (tests/front_ends/); tests of the durable engine stay on the local host.
 
 Not modelled: function keys and auth levels (every request is let in), queued turns (an operation runs when it is
 signalled, so a turn is never seen pending), idle expiry (the watch does nothing), importing published conversations,
@@ -151,6 +151,7 @@ class MemoryFunctionApp(AgentFunctionApp):
         return self.get_functions()
 
     def _conversation_client(self, binding: Any, agent: AgentRoute) -> MemoryConversationClient:
+        """Every front end's conversations, in memory (the binding is never used)."""
         return self.conversations.for_agent(agent)
 
     def request(
