@@ -3,7 +3,8 @@
 An ordinary `AgentFunctionApp` with one agent, `support`, whose `refund_order` tool needs the caller's approval. The
 agent's AG-UI route (`POST /api/agents/support/agui`) is the host's own; this file adds two ordinary HTTP routes that
 serve the page (`GET /api/chat`) and its bundle (`GET /api/chat/{asset}`, built by `npm run build` in `web/`).
-Run it from this folder (README.md): `PYTHONPATH=../.. ../../.venv/bin/python -m agent_host serve --app function_app:app`.
+Run it from this folder (README.md):
+`PYTHONPATH=../.. ../../.venv/bin/python -m agent_host serve --app function_app:app`.
 """
 
 from __future__ import annotations
