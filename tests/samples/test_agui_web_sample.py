@@ -292,8 +292,11 @@ def test_before_the_bundle_is_built_the_page_is_503_page_not_built(
 
     for reply in answers:
         assert reply.status == 503
-        assert reply.json()["error"]["code"] == "page_not_built"
-        assert "npm ci && npm run build" in reply.json()["error"]["message"]
+        assert reply.json()["error"] == {
+            "code": "page_not_built",
+            "message": "The page is not built yet: run `cd web && npm ci --ignore-scripts && npm run build` in "
+            "samples/agui_web.",
+        }
 
 
 def import_app(path: Path) -> Any:
