@@ -179,7 +179,7 @@ def test_an_approved_tool_runs_once_and_the_model_goes_on(driver: Any, served: S
     screenshot(driver, "agui-web-approval")
     answer_approval(driver, f"Approve {REFUND_CALL}")
 
-    assert asking == ["Approve running refund_order?\nApprove\nReject"]
+    assert asking == [f"Approve running refund_order?\n{REFUND_CALL}\nApprove\nReject"]
     assert asked_events == [
         "RUN_STARTED",
         "TOOL_CALL_START",

@@ -136,7 +136,9 @@ function approvalItem(interrupt: Interrupt, count: number): HTMLLIElement {
   const call = interrupt.metadata?.agent_framework?.function_call as { name?: string; arguments?: unknown } | undefined;
   const what = `${call?.name ?? interrupt.toolCallId ?? interrupt.id}(${JSON.stringify(call?.arguments ?? {})})`;
   const text = document.createElement("span");
-  text.textContent = interrupt.message ?? `Approve ${what}?`;
+  text.textContent = interrupt.message ?? "Approve this call?";
+  const shown = document.createElement("code");
+  shown.textContent = what;
   const buttons = ([["Approve", true], ["Reject", false]] as const).map(([label, approved]) => {
     const button = document.createElement("button");
     button.type = "button";
@@ -153,7 +155,7 @@ function approvalItem(interrupt: Interrupt, count: number): HTMLLIElement {
     });
     return button;
   });
-  item.append(text, ...buttons);
+  item.append(text, shown, ...buttons);
   return item;
 }
 
