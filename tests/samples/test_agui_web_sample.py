@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +31,12 @@ KEY = "sample-key"
 AGENT = "/api/agents/support"
 MODEL_SETTINGS = ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 REFUND_CALL = 'refund_order({"order_id":"A1"})'
+UNAUTHORIZED = {
+    "error": {
+        "code": "unauthorized",
+        "message": "This function needs a key in the x-functions-key header or the code parameter.",
+    }
+}
 
 
 @dataclass
@@ -83,9 +90,30 @@ def served(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
         stop_serve(process)
 
 
+# @ag-ui/client warns on the console about an event it had to strip or translate, and logs a failed run as an error:
+# every page records what it was told, before its own scripts run.
+CONSOLE_RECORDER = """
+window.consoleSaid = [];
+for (const level of ['warn', 'error']) {
+  const original = console[level];
+  console[level] = (...parts) => {
+    window.consoleSaid.push(`${level}: ${parts.map(String).join(' ')}`);
+    original(...parts);
+  };
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
-    yield from start_browser()
+    for started in start_browser():
+        started.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": CONSOLE_RECORDER})
+        yield started
+
+
+def console_said(driver: Any) -> list[str]:
+    """The warnings and errors the page's scripts wrote to the console since it was opened."""
+    return list(driver.execute_script("return window.consoleSaid"))
 
 
 def runs(driver: Any) -> int:
@@ -136,6 +164,7 @@ def test_two_messages_in_one_thread_recall_each_other(driver: Any, served: Serve
     assert transcript(driver) == ["My order is A1.", noted, "What is my order?", "[offline model] Your order is A1."]
     assert by_id(driver, "thread-id").text == thread_id
     assert by_id(driver, "error").text == ""
+    assert console_said(driver) == []  # the client took every event as sent
     assert served.messages(thread_id) == [
         ("user", "My order is A1."),
         ("assistant", noted),
@@ -168,6 +197,7 @@ def test_the_answer_is_shown_delta_by_delta_as_it_streams(driver: Any, served: S
     assert len(set(texts)) > 1 and texts[-1] == answer
     assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
     assert served.messages(thread_id) == [("user", "My name is Ada."), ("assistant", answer)]
+    assert console_said(driver) == []
 
 
 def test_an_approved_tool_runs_once_and_the_model_goes_on(driver: Any, served: Served) -> None:
@@ -197,6 +227,7 @@ def test_an_approved_tool_runs_once_and_the_model_goes_on(driver: Any, served: S
         "[offline model] The tool returned: Order A1 is refunded.",
     ]
     assert by_id(driver, "approvals").is_displayed() is False
+    assert console_said(driver) == []
     assert served.get(f"{AGENT}/conversations/{thread_id}").json()["pendingApprovals"] == []
     assert served.messages(thread_id) == [
         ("user", "use refund_order order_id=A1"),
@@ -232,6 +263,7 @@ def test_a_rejected_tool_does_not_run(driver: Any, served: Served) -> None:
         ("assistant", f"[offline model] The tool returned: {rejected}"),
     ]
     assert served.tool_results(thread_id) == [rejected]
+    assert console_said(driver) == []
     assert served.get(f"{AGENT}/conversations/{thread_id}").json()["pendingApprovals"] == []
 
 
@@ -241,6 +273,7 @@ def test_a_wrong_function_key_shows_the_401_and_keeps_the_message_to_send_again(
     send(driver, "Hello.")
     screenshot(driver, "agui-web-wrong-key")
     refused = by_id(driver, "error").text
+    said = console_said(driver)
     kept = by_id(driver, "message").get_attribute("value")
     shown_after_refusal = transcript(driver)
     conversation_after_refusal = served.get(f"{AGENT}/conversations/{thread_id}").status
@@ -249,8 +282,11 @@ def test_a_wrong_function_key_shows_the_401_and_keeps_the_message_to_send_again(
     by_id(driver, "message").clear()
     send(driver, "Hello.")
 
-    assert refused == "401 unauthorized: This function needs a key in the x-functions-key header or the code parameter."
+    assert refused == f"401 unauthorized: {UNAUTHORIZED['error']['message']}"
     assert kept == "Hello."
+    # The client logs the failed run; the console recorder (and so every `console_said(...) == []`) is working.
+    body = json.dumps(UNAUTHORIZED, separators=(",", ":"))
+    assert said == [f"error: Agent execution failed: Error: HTTP 401: {body}"]
     assert shown_after_refusal == []
     assert conversation_after_refusal == 404
     assert by_id(driver, "error").text == ""
