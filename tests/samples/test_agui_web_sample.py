@@ -76,12 +76,13 @@ def bundle() -> Path:
 
 @pytest.fixture(scope="module")
 def served(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`python -m agent_host serve --app function_app:app` in the sample's folder, behind `KEY`, offline model."""
     env = {key: value for key, value in os.environ.items() if key not in MODEL_SETTINGS}
     env["PYTHONPATH"] = child_pythonpath(ROOT)
     port = free_port()
     state_dir = tmp_path_factory.mktemp("agui-web-state")
     arguments = ["serve", "--app", "function_app:app", "--port", str(port), "--state-dir", str(state_dir)]
-    # WARNING: nothing reads the output after the banner, so the per-request lines would fill the pipe.
+    # Logging at WARNING only: nothing reads the output after the banner, and per-request lines would fill the pipe.
     arguments += ["--function-key", KEY, "--log-level", "WARNING"]
     process = start_command(SAMPLE_DIR, arguments, env)
     try:
