@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from typing import Any
 
 import pytest
 from browser import by_id, css, screenshot, start_browser, wait
-from hosting import Reply, RunningHost, child_pythonpath, free_port, request_at, start_command, stop_serve
+from hosting import Reply, RunningHost, command_environment, free_port, request_at, start_command, stop_serve
 from npm_tools import require_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,8 +76,7 @@ def bundle() -> Path:
 @pytest.fixture(scope="module")
 def served(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """`python -m agent_host serve --app function_app:app` in the sample's folder, behind `KEY`, offline model."""
-    env = {key: value for key, value in os.environ.items() if key not in MODEL_SETTINGS}
-    env["PYTHONPATH"] = child_pythonpath(ROOT)
+    env = command_environment(ROOT)
     port = free_port()
     state_dir = tmp_path_factory.mktemp("agui-web-state")
     arguments = ["serve", "--app", "function_app:app", "--port", str(port), "--state-dir", str(state_dir)]
