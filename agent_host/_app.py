@@ -27,7 +27,7 @@ from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._conversation.state_cache import CONVERSATION_CACHE, MB
 from ._expiry.functions import ExpiryFunctions
-from ._expiry_settings import ttl_seconds_of
+from ._expiry_settings import agent_ttl
 from ._http import classic_functions
 from ._http.agent_routes import CONVERSATION_ROUTE, conversation_routes, openai_routes
 from ._http.conversation_list import ConversationListRoute
@@ -269,11 +269,7 @@ class AgentFunctionApp(df.DFApp):
             names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
             source=f"add_agent({name!r}):",
         )
-        ttl = (
-            self.settings.conversation_ttl_seconds
-            if conversation_ttl is None
-            else ttl_seconds_of(conversation_ttl, f"add_agent({name!r}): conversation_ttl")
-        )
+        ttl = agent_ttl(self.settings.conversation_ttl_seconds, conversation_ttl, name)
         approval_ttl_seconds = (
             APPROVAL_TTL_OFF
             if approval_ttl is None

@@ -5,6 +5,7 @@ Registration only: each operation is one call into `_conversation/entity.py` thr
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -21,10 +22,12 @@ from .._conversation.entity import ConversationEntityFunction
 from .._conversation.history_plan import plan_history
 from .._conversation.sessions import core_state_types, register_state_types
 from .._conversation.state_cache import CONVERSATION_CACHE, MB
+from .._expiry_settings import agent_ttl
 from .._retention_settings import RetentionModeName
 from .._settings import HostSettings, retention_from
 from .._streaming.callbacks import AgentResponseCallbackProtocol
 from ._entity_context import EntityOperationContext
+from ._expiry import IdleExpiry
 from ._orchestration_agent import WorkerOrchestrationAgent
 from ._state_converter import AgentStateConverter
 
@@ -117,6 +120,7 @@ class AgentWorker:
         retention_mode: RetentionModeName | None = None,
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
+        conversation_ttl: datetime.timedelta | float | None = None,
     ) -> None:
         """Register an agent's conversation entity, `conversation_<name>`, on the worker.
 
@@ -131,10 +135,14 @@ class AgentWorker:
             retention_mode: This agent's default retention mode (the `AGENT_HOST_RETENTION_MODE` setting otherwise).
             max_state_bytes: This agent's default byte budget per conversation.
             state_types: Session state classes this agent's providers use.
+            conversation_ttl: How long this agent's conversations may stay idle before they are deleted (a
+                `timedelta` or seconds; 0 never); None follows `AGENT_HOST_CONVERSATION_TTL`. Each conversation's
+                entity schedules its own idle check (`_expiry.py`).
 
         Raises:
             ValueError: the name is missing, invalid, too long for the Durable Task Scheduler, or taken by another
-                agent; a state type's id is taken; a retention value is invalid (the message names the parameter).
+                agent; a state type's id is taken; a retention value or the TTL is invalid (the message names the
+                parameter).
             RuntimeError: the worker is already running (durabletask takes registrations before `start` only).
         """
         register_state_types(state_types)
@@ -148,6 +156,7 @@ class AgentWorker:
             names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
             source=f"add_agent({name!r}):",
         )
+        ttl = agent_ttl(self.settings.conversation_ttl_seconds, conversation_ttl, name)
         plan = plan_history(agent)
         entity = ConversationEntityFunction(
             name,
@@ -160,15 +169,23 @@ class AgentWorker:
             clock=self.clock,
             callback=callback or self.default_callback,
             turn_error_details=self.settings.turn_error_details,
+            checkpoints=self.settings.checkpoints,
         )
 
+        expiry = IdleExpiry(name, ttl, self.clock)
+
         def conversation_entity(context: EntityContext, operation_input: Any) -> Any:
-            operation = EntityOperationContext(context, operation_input)
-            entity(operation)  # the adapter has every member of the Functions entity context the entity uses
-            return operation.finish()
+            def run(given: Any) -> Any:
+                operation = EntityOperationContext(context, given)
+                entity(operation)  # the adapter has every member of the Functions entity context the entity uses
+                return operation.finish()
+
+            return expiry.run(context, operation_input, run)
 
         self.worker.add_entity(conversation_entity, name=entity_name_for(name))
         self._entities[name] = entity
+        # No `conversation_ttl_seconds`: that is for callers that watch a conversation's expiry, and here its
+        # entity watches itself.
         self._routes[name] = AgentRoute(
             name=name,
             entity_name=entity_name_for(name),
