@@ -54,8 +54,7 @@ from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
 from ._streaming.callbacks import AgentResponseCallbackProtocol
 from ._streaming.channel import TurnStreamStore
-from ._streaming.selection import stream_store_from_settings
-from ._streaming.store_source import StreamStoreSource
+from ._streaming.store_source import app_stream_store
 from ._tracing import configure_exporters
 from ._workflows.contract import WorkflowRoute
 from ._workflows.functions import WorkflowFunctions, with_sub_workflows
@@ -167,9 +166,7 @@ class AgentFunctionApp(df.DFApp):
         self.http_streams = http_streams
         self.default_callback = default_callback
         self._http_functions = _function_shape(http_streams)
-        # Streams live about as long as the receipts they are deleted with (a Redis stream expires after this).
-        ttl = self.settings.turn_record_ttl_seconds
-        self._stream_store = StreamStoreSource(stream_store, lambda: stream_store_from_settings(ttl_seconds=ttl))
+        self._stream_store = app_stream_store(stream_store, self.settings.turn_record_ttl_seconds)
         # Every agent an orchestration can call (workflow agent nodes too, as `{workflow}-{executorId}`), and the
         # ones whose `/api/agents/{name}/...` routes are served.
         self._agent_routes: dict[str, AgentRoute] = {}

@@ -26,6 +26,8 @@ from .._expiry_settings import agent_ttl
 from .._retention_settings import RetentionModeName
 from .._settings import HostSettings, retention_from
 from .._streaming.callbacks import AgentResponseCallbackProtocol
+from .._streaming.channel import TurnStreamStore
+from .._streaming.store_source import StreamStoreSource, app_stream_store
 from ._entity_context import EntityOperationContext
 from ._expiry import IdleExpiry
 from ._orchestration_agent import WorkerOrchestrationAgent
@@ -72,6 +74,9 @@ class AgentWorker:
         settings: Limits and defaults; read from the environment (`AGENT_HOST_*`) when omitted.
         state_types: Classes your context providers keep in session state (see `AgentFunctionApp`).
         clock: Where wall-clock time comes from (records, TTLs).
+        stream_store: Where streamed turns write their events as they run (and cancels and checkpoints live), as
+            `AgentFunctionApp(stream_store=...)`; None: the store the settings choose (`AGENT_HOST_STREAM_STORE`, e.g.
+            `sqlite:.agent_host/streams.sqlite3`), or none. Readers (`asgi_app`, `AgentClient`) need the same store.
 
     Raises:
         ValueError: the worker was not created with `AgentStateConverter` (`**worker_options()`); an agent is
@@ -87,6 +92,7 @@ class AgentWorker:
         settings: HostSettings | None = None,
         state_types: Sequence[type] = (),
         clock: Clock = SYSTEM_CLOCK,
+        stream_store: TurnStreamStore | None = None,
     ) -> None:
         _require_state_converter(worker)
         self.worker = worker
@@ -94,6 +100,7 @@ class AgentWorker:
         self.settings = settings or HostSettings.from_environment()
         self.clock = clock
         self._durable_task_scheduler = self.settings.durable_task_scheduler or _is_scheduler_worker(worker)
+        self._stream_store = app_stream_store(stream_store, self.settings.turn_record_ttl_seconds)
         self._entities: dict[str, ConversationEntityFunction] = {}
         self._routes: dict[str, AgentRoute] = {}
         register_state_types([*core_state_types(), *state_types])
@@ -105,6 +112,16 @@ class AgentWorker:
     def agents(self) -> dict[str, SupportsAgentRun]:
         """The registered agents, by name."""
         return {name: entity.agent for name, entity in self._entities.items()}
+
+    @property
+    def stream_store(self) -> StreamStoreSource:
+        """The turn stream store, resolved on first use: call it for the store, or None when there is none."""
+        return self._stream_store
+
+    def close(self) -> None:
+        """Release the turn stream store the settings chose (a store passed as `stream_store=` stays open: it is
+        yours). Call it once the worker has stopped."""
+        self._stream_store.close()
 
     @property
     def agent_routes(self) -> dict[str, AgentRoute]:
@@ -167,6 +184,7 @@ class AgentWorker:
             turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
             run_timeout_seconds=self.settings.run_timeout_seconds,
             clock=self.clock,
+            stream_store=self._stream_store,
             callback=callback or self.default_callback,
             turn_error_details=self.settings.turn_error_details,
             checkpoints=self.settings.checkpoints,

@@ -1,0 +1,131 @@
+"""Streamed turns on the standalone worker: the entity writes a turn's events to the worker's stream store (SQLite,
+as locally) while the model runs, and both readers follow them live: the HTTP API (`asgi_app`, on the worker's store
+by default) as SSE with Last-Event-ID resume, and `AgentClient`'s async iterators."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
+from apps import make_agent
+from chat_clients import ScriptedChatClient
+from streams import Sse, open_stream, parse_sse
+from worker_hosting import RunningWorkerHost
+
+from agent_host import StreamEvent
+from agent_host._streaming.channel import stream_key
+from agent_host._streaming.sqlite_store import SqliteStreamStore
+from agent_host.worker import AgentClient
+
+from .conftest import agent_client, running_worker
+
+PIECES = ("Hello", " there,", " world.")
+ANSWER = "".join(PIECES)
+GATE_SECONDS = 30.0
+BASE = "/api/agents/assistant/conversations"
+
+
+class HeldStreamChatClient(ScriptedChatClient):
+    """A model that streams its answer piece by piece, each piece after the first held until the test opens its gate
+    (`gates[n]` lets piece n + 1 out)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gates = [threading.Event() for _ in PIECES[1:]]
+
+    async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any):
+        self.calls.append(list(messages))
+        if not stream:
+            return ChatResponse(messages=[Message("assistant", [ANSWER])])
+
+        async def updates() -> AsyncIterator[ChatResponseUpdate]:
+            for number, piece in enumerate(PIECES):
+                if number:  # off the agent loop, so the stream writer flushes what came so far
+                    await asyncio.to_thread(self.gates[number - 1].wait, GATE_SECONDS)
+                yield ChatResponseUpdate(role="assistant", contents=[Content.from_text(piece)])
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStreamStore]:
+    sqlite = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    yield sqlite
+    sqlite.close()
+
+
+def deltas(events: Sequence[Sse | StreamEvent]) -> list[str]:
+    return [str(event.data["text"]) for event in events if event.event == "message.delta"]
+
+
+def test_the_http_api_streams_live_deltas_from_the_workers_store_and_resumes(store: SqliteStreamStore) -> None:
+    model = HeldStreamChatClient()
+    running = RunningWorkerHost(lambda: [make_agent(model)], stream_store=store)
+    try:
+        stream = open_stream(running.base_url, "POST", f"{BASE}/c1/turns", {"message": "hi"})
+        events = stream.events()
+        received: list[Sse] = []
+        held = []
+        for gate in model.gates:  # each delta arrives while the model holds the next piece
+            while len(deltas(received)) < len(held) + 1:
+                received.append(next(events))
+            held.append(not gate.is_set() and received[-1].event == "message.delta")
+            gate.set()
+        received += list(events)
+        stream.close()
+        turn_id = stream.headers["location"].rsplit("/", 1)[1]
+        resumed = running.request(
+            "GET", f"{BASE}/c1/turns/{turn_id}/stream", headers={"Accept": "text/event-stream", "Last-Event-ID": "2"}
+        )
+    finally:
+        running.stop()
+
+    assert stream.status == 200
+    assert held == [True, True]
+    assert received[0].event == "turn.started"
+    assert deltas(received) == list(PIECES)  # three deltas, two of them sent before the answer was whole
+    assert "".join(deltas(received)) == ANSWER
+    assert received[-1].event == "turn.completed"
+    assert received[-1].data["text"] == ANSWER and received[-1].data["turnId"] == turn_id
+    assert [event.id for event in received] == list(range(1, len(received) + 1))
+    assert [(e.id, e.event, e.data) for e in parse_sse(resumed.body)] == [(e.id, e.event, e.data) for e in received[2:]]
+
+
+def test_agent_client_streams_a_turn_live_and_follows_it_again_after_an_event(
+    hub: str, store: SqliteStreamStore
+) -> None:
+    model = HeldStreamChatClient()
+
+    async def follow(client: AgentClient) -> tuple[list[StreamEvent], list[bool], list[StreamEvent]]:
+        conversation = client.conversation("assistant", "c1")
+        received: list[StreamEvent] = []
+        held: list[bool] = []
+        async for event in conversation.stream("hi"):
+            received.append(event)
+            if event.event == "message.delta" and len(held) < len(model.gates):
+                gate = model.gates[len(held)]
+                held.append(not gate.is_set())
+                gate.set()
+        turn_id = str(received[-1].data["turnId"])
+        again = [event async for event in conversation.events(turn_id, after=2)]
+        return received, held, again
+
+    with running_worker(hub, [make_agent(model)], stream_store=store), agent_client(hub, stream_store=store) as client:
+        received, held, again = asyncio.run(follow(client))
+        turn_id = str(received[-1].data["turnId"])
+        body = client.conversation("assistant", "c1").turn(turn_id)
+    written = asyncio.run(store.read(stream_key("conversation_assistant", "c1", turn_id)))
+
+    assert held == [True, True]
+    assert received[0].event == "turn.started"
+    assert deltas(received) == list(PIECES)
+    assert received[-1].event == "turn.completed" and received[-1].data == body
+    assert body["text"] == ANSWER
+    assert again == received[2:]
+    # Everything but the last event is what the entity wrote; the last is the body, read from the receipt.
+    assert received[:-1] == written
