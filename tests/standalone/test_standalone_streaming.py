@@ -1,19 +1,21 @@
 """Streamed turns on the standalone worker: the entity writes a turn's events to the worker's stream store (SQLite,
 as locally) while the model runs, and both readers follow them live: the HTTP API (`asgi_app`, on the worker's store
-by default) as SSE with Last-Event-ID resume, and `AgentClient`'s async iterators."""
+by default) as SSE with Last-Event-ID resume, and `AgentClient`'s async iterators. The same store lets the HTTP API
+cancel a running turn and refuse a turn while one is in flight (`ifBusy`)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream
+from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream, tool
 from apps import make_agent
-from chat_clients import ScriptedChatClient
+from chat_clients import GatedChatClient, ScriptedChatClient
 from streams import Sse, open_stream, parse_sse
 from worker_hosting import RunningWorkerHost
 
@@ -129,3 +131,64 @@ def test_agent_client_streams_a_turn_live_and_follows_it_again_after_an_event(
     assert again == received[2:]
     # Everything but the last event is what the entity wrote; the last is the body, read from the receipt.
     assert received[:-1] == written
+
+
+booked: list[str] = []
+
+
+@tool
+def book_flight(city: str) -> str:
+    """Book a flight (a side effect the tests count)."""
+    booked.append(city)
+    return f"Booked {city}."
+
+
+@pytest.fixture
+def gated(store: SqliteStreamStore) -> Iterator[tuple[RunningWorkerHost, GatedChatClient]]:
+    """The worker's HTTP API with a stream store, serving an agent on a gated model (open the gate to let it answer)."""
+    booked.clear()
+    model = GatedChatClient()
+    running = RunningWorkerHost(lambda: [make_agent(model, tools=[book_flight])], stream_store=store)
+    yield running, model
+    model.gate.set()
+    running.stop()
+
+
+def wait_until(done: Any, timeout: float = GATE_SECONDS) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_running_turn_is_cancelled_through_the_workers_store(gated) -> None:
+    running, model = gated
+    posted = running.request(
+        "POST", f"{BASE}/c1/turns", {"message": 'call book_flight {"city": "Oslo"}', "wait": False}
+    )
+    turn_id = posted.json()["turnId"]
+    wait_until(lambda: len(model.calls) == 1)  # the turn runs: its model call waits at the gate
+
+    stopping = running.request("POST", f"{BASE}/c1/turns/{turn_id}/cancel", {"keep": "nothing", "wait": False})
+    model.gate.set()
+    events = parse_sse(running.request("GET", f"{BASE}/c1/turns/{turn_id}/stream").body)  # ends with the turn
+    read = running.request("GET", f"{BASE}/c1/turns/{turn_id}").json()
+
+    assert stopping.status == 202 and stopping.json()["status"] == "cancelling"
+    assert events[-1].event == "turn.cancelled"
+    assert read["status"] == "cancelled" and read["cancel"] == {"keep": "nothing", "ran": True}
+    assert booked == []  # stopped before the tool its model asked for
+
+
+def test_if_busy_reject_refuses_a_turn_while_one_is_in_flight(gated) -> None:
+    running, model = gated
+    first = running.request("POST", f"{BASE}/c1/turns", {"message": "first", "wait": False}).json()["turnId"]
+
+    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": "reject"})
+    model.gate.set()
+    parse_sse(running.request("GET", f"{BASE}/c1/turns/{first}/stream").body)  # the first turn has ended
+    later = running.request("POST", f"{BASE}/c1/turns", {"message": "third", "ifBusy": "reject"})
+
+    assert refused.status == 409
+    assert refused.json()["error"]["code"] == "conversation_busy" and refused.json()["busyWith"] == first
+    assert later.status == 200 and later.json()["text"] == "reply 2: third"
