@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from agent_framework import ChatResponse, ChatResponseUpdate, Content, Message, ResponseStream, tool
 from apps import make_agent
-from chat_clients import GatedChatClient, ScriptedChatClient
+from chat_clients import FailingChatClient, GatedChatClient, ScriptedChatClient
 from streams import Sse, open_stream, parse_sse
 from worker_hosting import RunningWorkerHost
 
-from agent_host import StreamEvent
+from agent_host import StreamEvent, TurnNotFoundError
 from agent_host._streaming.channel import stream_key
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host.worker import AgentClient
@@ -131,6 +131,33 @@ def test_agent_client_streams_a_turn_live_and_follows_it_again_after_an_event(
     assert again == received[2:]
     # Everything but the last event is what the entity wrote; the last is the body, read from the receipt.
     assert received[:-1] == written
+
+
+def test_agent_client_streams_a_failed_turn_to_its_turn_failed_event_and_refuses_an_unknown_turn(
+    hub: str, store: SqliteStreamStore
+) -> None:
+    async def follow(client: AgentClient) -> list[StreamEvent]:
+        return [event async for event in client.conversation("assistant", "c1").stream("hi")]
+
+    async def unknown(client: AgentClient) -> list[StreamEvent]:
+        return [event async for event in client.conversation("assistant", "c2").events("0000000000a1234abcd")]
+
+    with (
+        running_worker(hub, [make_agent(FailingChatClient())], stream_store=store),
+        agent_client(hub, stream_store=store) as client,
+    ):
+        received = asyncio.run(follow(client))
+        with pytest.raises(TurnNotFoundError) as refused:
+            asyncio.run(unknown(client))
+
+    assert [event.event for event in received] == ["turn.started", "turn.failed"]
+    assert received[-1].data["status"] == "failed"
+    assert received[-1].data["error"] == {
+        "code": "turn_failed",
+        "message": "The agent run failed (RuntimeError). The conversation's earlier history is unchanged; send the "
+        "next turn to continue.",
+    }
+    assert refused.value.status == 404 and refused.value.code == "turn_not_found"
 
 
 booked: list[str] = []
