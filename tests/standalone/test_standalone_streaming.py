@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def test_the_http_api_streams_live_deltas_from_the_workers_store_and_resumes(sto
         stream = open_stream(running.base_url, "POST", f"{BASE}/c1/turns", {"message": "hi"})
         events = stream.events()
         received: list[Sse] = []
-        held = []
+        held: list[bool] = []
         for gate in model.gates:  # each delta arrives while the model holds the next piece
             while len(deltas(received)) < len(held) + 1:
                 received.append(next(events))
@@ -181,7 +181,7 @@ def gated(store: SqliteStreamStore) -> Iterator[tuple[RunningWorkerHost, GatedCh
     running.stop()
 
 
-def wait_until(done: Any, timeout: float = GATE_SECONDS) -> None:
+def wait_until(done: Callable[[], bool], timeout: float = GATE_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while not done():
         assert time.monotonic() < deadline, "timed out"
