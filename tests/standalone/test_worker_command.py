@@ -1,8 +1,10 @@
 """`python -m agent_host worker`: the real command in a process of its own, hosting an app module's agent on the
-in-memory backend this test process runs, serving its HTTP API; and its startup mistakes, one line each."""
+in-memory backend this test process runs, serving its HTTP API (streamed turns through the store its settings name);
+and its startup mistakes, one line each."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
 import subprocess
@@ -10,7 +12,11 @@ from pathlib import Path
 
 import pytest
 from hosting import command_environment, free_port, only_stderr_line, request_at, run_command, start_command
+from streams import parse_sse
 
+from agent_host._streaming.channel import stream_key
+from agent_host._streaming.selection import STREAM_STORE_SETTING
+from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host.worker import API_KEY_SETTING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,12 +49,17 @@ def run_until_exit(app_dir: Path, *arguments: str, **settings: str) -> subproces
 def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(hub: str, app_dir: Path) -> None:
     port = free_port()
     arguments = ["worker", "--app", "worker_app:agent", "--port", str(port), "--sidecar", hub]
-    process = start_command(app_dir, arguments, environment(**{API_KEY_SETTING: KEY}))
+    streams = app_dir / "streams.sqlite3"
+    settings = {API_KEY_SETTING: KEY, STREAM_STORE_SETTING: f"sqlite:{streams}"}
+    process = start_command(app_dir, arguments, environment(**settings))
     base_url = f"http://127.0.0.1:{port}"
     key = {"Authorization": f"Bearer {KEY}"}
     try:
         first = request_at(base_url, "POST", f"{BASE}/c1/turns", {"message": "My name is Ada."}, headers=key)
         second = request_at(base_url, "POST", f"{BASE}/c1/turns", {"message": "What is my name?"}, headers=key)
+        streamed = request_at(
+            base_url, "POST", f"{BASE}/c1/turns", {"message": "Hi."}, headers={**key, "Accept": "text/event-stream"}
+        )
         refused = request_at(base_url, "GET", f"{BASE}/c1")
     finally:
         process.send_signal(signal.SIGTERM)
@@ -56,9 +67,18 @@ def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(h
     assert process.stdout is not None
     output = process.stdout.read()
     process.stdout.close()
+    turn_id = streamed.headers["location"].rsplit("/", 1)[1]
+    store = SqliteStreamStore(streams)
+    written = asyncio.run(store.read(stream_key("conversation_assistant", "c1", turn_id)))
+    store.close()
 
     assert first.status == second.status == 200
     assert second.json()["text"] == "[offline model] Your name is Ada."
+    # The streamed turn's events are the ones the worker wrote to the store its settings name, then the last one.
+    events = parse_sse(streamed.body)
+    assert [(e.id, e.event, e.data) for e in events[:-1]] == [(e.id, e.event, e.data) for e in written]
+    assert [e.event for e in written][:2] == ["turn.started", "message.delta"]
+    assert events[-1].event == "turn.completed"
     assert refused.status == 401 and refused.json()["error"]["code"] == "unauthenticated"
     assert exit_code == 0, output
     assert "Traceback" not in output
@@ -115,4 +135,13 @@ def test_an_unreachable_sidecar_is_one_line(app_dir: Path) -> None:
     assert only_stderr_line(result) == (
         f"agent_host worker: cannot reach the durabletask sidecar at {sidecar} (UNAVAILABLE). Start it, or name it "
         "with --sidecar (or --scheduler and --taskhub)."
+    )
+
+
+def test_a_stream_store_setting_that_names_no_store_is_one_line(app_dir: Path) -> None:
+    result = run_until_exit(app_dir, "--app", "worker_app:agent", "--no-auth", **{STREAM_STORE_SETTING: "sqlite:"})
+
+    assert only_stderr_line(result) == (
+        "agent_host worker: AGENT_HOST_STREAM_STORE=sqlite: needs a file path, e.g. "
+        "'sqlite:.agent_host/streams.sqlite3'."
     )
