@@ -29,7 +29,7 @@ from ._conversation.state_cache import CONVERSATION_CACHE, MB
 from ._conversation_client.client import ConversationClient
 from ._conversation_client.durable_client import DurableConversationClient
 from ._expiry.functions import ExpiryFunctions
-from ._expiry_settings import ttl_seconds_of
+from ._expiry_settings import agent_ttl
 from ._http import classic_functions
 from ._http.agent_routes import CONVERSATION_ROUTE, conversation_routes, openai_routes
 from ._http.conversation_list import ConversationListRoute
@@ -56,8 +56,7 @@ from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
 from ._streaming.callbacks import AgentResponseCallbackProtocol
 from ._streaming.channel import TurnStreamStore
-from ._streaming.selection import stream_store_from_settings
-from ._streaming.store_source import StreamStoreSource
+from ._streaming.store_source import app_stream_store
 from ._tracing import configure_exporters
 from ._workflows.contract import WorkflowRoute
 from ._workflows.functions import WorkflowFunctions, with_sub_workflows
@@ -169,9 +168,7 @@ class AgentFunctionApp(df.DFApp):
         self.http_streams = http_streams
         self.default_callback = default_callback
         self._http_functions = _function_shape(http_streams)
-        # Streams live about as long as the receipts they are deleted with (a Redis stream expires after this).
-        ttl = self.settings.turn_record_ttl_seconds
-        self._stream_store = StreamStoreSource(stream_store, lambda: stream_store_from_settings(ttl_seconds=ttl))
+        self._stream_store = app_stream_store(stream_store, self.settings.turn_record_ttl_seconds)
         # Every agent an orchestration can call (workflow agent nodes too, as `{workflow}-{executorId}`), and the
         # ones whose `/api/agents/{name}/...` routes are served.
         self._agent_routes: dict[str, AgentRoute] = {}
@@ -271,11 +268,7 @@ class AgentFunctionApp(df.DFApp):
             names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
             source=f"add_agent({name!r}):",
         )
-        ttl = (
-            self.settings.conversation_ttl_seconds
-            if conversation_ttl is None
-            else ttl_seconds_of(conversation_ttl, f"add_agent({name!r}): conversation_ttl")
-        )
+        ttl = agent_ttl(self.settings.conversation_ttl_seconds, conversation_ttl, name)
         approval_ttl_seconds = (
             APPROVAL_TTL_OFF
             if approval_ttl is None

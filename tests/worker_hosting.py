@@ -16,7 +16,7 @@ from durabletask.testing import create_test_backend
 from durabletask.worker import TaskHubGrpcWorker
 from hosting import Reply, RunningHost, free_port, request_at
 
-from agent_host import HostSettings
+from agent_host import HostSettings, TurnStreamStore
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
 from agent_host.worker import AgentWorker, AuthHook, asgi_app, worker_options
 
@@ -31,6 +31,7 @@ class RunningWorkerHost:
         agents_factory: Makes the agents each start hosts.
         settings: The worker's settings (`HostSettings()`, the defaults, when omitted).
         auth: The ASGI app's `auth` (None: every request is served).
+        stream_store: The worker's turn stream store (the ASGI app reads the worker's).
     """
 
     def __init__(
@@ -39,10 +40,12 @@ class RunningWorkerHost:
         *,
         settings: HostSettings | None = None,
         auth: AuthHook | None = None,
+        stream_store: TurnStreamStore | None = None,
     ) -> None:
         self.agents_factory = agents_factory
         self.settings = settings or HostSettings()
         self.auth = auth
+        self.stream_store = stream_store
         port = free_port()
         self.backend = create_test_backend(port=port)
         self.address = f"localhost:{port}"
@@ -56,7 +59,9 @@ class RunningWorkerHost:
     def start(self) -> None:
         CONVERSATION_CACHE.clear()  # a fresh process has none
         self._worker = TaskHubGrpcWorker(host_address=self.address, **worker_options())
-        hosted = AgentWorker(self._worker, self.agents_factory(), settings=self.settings)
+        hosted = AgentWorker(
+            self._worker, self.agents_factory(), settings=self.settings, stream_store=self.stream_store
+        )
         self._worker.start()
         self._client = TaskHubGrpcClient(host_address=self.address)
         app = asgi_app(self._client, hosted, auth=self.auth)

@@ -47,7 +47,6 @@ from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
 from .._streaming.turn_controls import TurnControls
-from .._turn_ids import issued_at
 from .._turn_options import contents_bytes
 from .agui_route import run_agui
 from .event_stream import EventStreamResponse, RouteResponse
@@ -67,11 +66,8 @@ from .requests import (
 )
 from .responses import json_response
 from .run_route import run_compat
-from .turn_stream import TurnStreamReader
+from .turn_stream import TurnStreamReader, may_be_pending, turn_reader
 
-# Clocks of different instances (or one clock stepped back) disagree by this much at most, as far as deciding
-# whether an unknown turn id may still be queued goes.
-CLOCK_SKEW_TOLERANCE_MS = 60_000
 _TURN_SHAPE = '{"message": "..."}'
 _RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
 _CANCEL_SHAPE = '{"keep": "partial"}'
@@ -272,16 +268,9 @@ class Routes:
         conversation_id: str,
         turn_id: str,
     ) -> TurnStreamReader:
-        return TurnStreamReader(
-            conversations=self.conversations(req, client, agent),
-            store=self._stream_store(),
-            entity_name=agent.entity_name,
-            agent_name=agent.name,
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-            may_be_pending=lambda state: self._may_be_pending(turn_id, state),
-            # A turn may wait its turn behind others and then run up to the run timeout.
-            deadline_seconds=self._settings.max_wait_seconds + self._settings.run_timeout_seconds,
+        conversations = self.conversations(req, client, agent)
+        return turn_reader(
+            conversations, self._stream_store(), agent, conversation_id, turn_id, self._settings, self._clock
         )
 
     async def open_turn(
@@ -330,18 +319,8 @@ class Routes:
         return InFlight(TurnControls(store, agent.entity_name, conversation_id), self._may_be_pending)
 
     def _may_be_pending(self, turn_id: str, state: ConversationView) -> bool:
-        """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
-
-        Operations on one entity run in order, so a finished later turn means this one never arrived; "clearly"
-        allows for clocks that disagree (another instance's, or one stepped back).
-        """
-        issued = issued_at(turn_id)
-        if issued is None:
-            return False
-        window_ms = (self._settings.max_wait_seconds + self._settings.run_timeout_seconds) * 1000 * 2
-        if self._clock.now_ms() - issued > window_ms:
-            return False
-        return not any((issued_at(known) or 0) > issued + CLOCK_SKEW_TOLERANCE_MS for known in state.turn_ids)
+        """Whether an unknown turn id may still be queued (`turn_stream.may_be_pending`)."""
+        return may_be_pending(turn_id, state, self._settings, self._clock)
 
     async def get_conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET .../conversations/{conversationId}`: the conversation's summary."""

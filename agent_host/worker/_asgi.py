@@ -110,7 +110,8 @@ def asgi_app(
         auth: Who may call: "api_key" (the default) requires `Authorization: Bearer <key>` with the key
             `AGENT_HOST_API_KEY` holds; a hook decides from the request's headers; None serves every request.
             `/api/health` is always open, as on Functions.
-        stream_store: Where turn streams are read from; None replays a finished turn from its record.
+        stream_store: Where turn streams are read from; None reads the worker's (`AgentWorker.stream_store`).
+            Without a store anywhere, a turn's stream is replayed from its record once it has finished.
 
     Raises:
         ValueError: `auth` is "api_key" and `AGENT_HOST_API_KEY` is not set.
@@ -120,12 +121,13 @@ def asgi_app(
         raise ValueError(f"auth must be 'api_key', a hook from request headers to a bool, or None, not {auth!r}.")
     agents = {name: replace(route, http_enabled=True) for name, route in worker.agent_routes.items()}
     clients = TaskHubConversations(client)
+    streams = worker.stream_store if stream_store is None else lambda: stream_store
     # The routes' binding argument is unused here: the worker's conversations all go through its one client.
     conversations = Routes(
         agents,
         worker.settings,
         worker.clock,
-        lambda: stream_store,
+        streams,
         conversations=lambda _binding, agent: clients.for_agent(agent),
     )
     health = HealthRoute(agents, list)

@@ -2,8 +2,9 @@
 host implements (`_conversation_client/durable_client.py`), so `take_turn` and the read model serve both hosts.
 
 The gRPC client is synchronous: each call runs in a thread, off the event loop. A backend that cannot answer is
-`storage_unavailable`, never a corrupt conversation. Idle expiry and importing published conversations are not built
-on the worker (docs/standalone-worker.md): the watch does nothing and no history is imported.
+`storage_unavailable`, never a corrupt conversation. A caller watches no expiry here: each conversation entity
+schedules its own idle checks (`_expiry.py`). Importing published conversations is not built on the worker
+(docs/standalone-worker.md): no history is imported.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ class DurableTaskConversationClient(ReadBackWaits):
         return None
 
     def watch_expiry(self, conversation_id: str, clock: Clock) -> NoExpiryWatch:
-        """A watch that does nothing: idle expiry is not built on the worker, so a conversation is kept until
-        deleted."""
+        """A watch that does nothing: on the worker the conversation's entity schedules its own idle checks, with the
+        operation that created it, so a caller has nothing to start (`_expiry.py`)."""
         return NoExpiryWatch()
 
     def _entity(self, conversation_id: str) -> EntityInstanceId:
@@ -99,7 +100,7 @@ class TaskHubConversations:
 
 
 class NoExpiryWatch:
-    """The expiry watch of a host without idle expiry: settling it does nothing."""
+    """The expiry watch of a host whose conversations watch themselves: settling it does nothing."""
 
     async def finish(self, turn_count: int | None = None) -> None:
         """Nothing to settle."""

@@ -3,25 +3,19 @@ for each test. Workers and AgentClients on it come from `workers.py`."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
 from durabletask.testing import InMemoryOrchestrationBackend, create_test_backend
+from hosting import free_port
 
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
 def in_memory_backend() -> Iterator[tuple[InMemoryOrchestrationBackend, str]]:
     """The backend, started once for the session, and its address."""
-    port = _free_port()
+    port = free_port()
     backend = create_test_backend(port=port)
     yield backend, f"localhost:{port}"
     backend.stop()

@@ -1,6 +1,7 @@
 """The conversation client seam on durabletask (`DurableTaskConversationClient`): reads give the read model, a
-backend that cannot answer is `storage_unavailable`, a turn carries the caller's trace, and the parts not built on
-the worker (importing published conversations, idle expiry) do nothing."""
+backend that cannot answer is `storage_unavailable`, a turn carries the caller's trace, and two parts do nothing on
+the worker: watching idle expiry (each conversation entity schedules its own checks) and importing published
+conversations (not built)."""
 
 from __future__ import annotations
 

@@ -11,17 +11,23 @@ from agent_framework import SupportsAgentRun
 from durabletask.client import TaskHubGrpcClient
 from durabletask.worker import TaskHubGrpcWorker
 
-from agent_host import HostSettings
+from agent_host import HostSettings, TurnStreamStore
 from agent_host.worker import AgentClient, AgentWorker, worker_options
 
 
 @contextmanager
 def running_worker(
-    address: str, agents: Sequence[SupportsAgentRun], *, settings: HostSettings | None = None, **kwargs: Any
+    address: str,
+    agents: Sequence[SupportsAgentRun],
+    *,
+    settings: HostSettings | None = None,
+    stream_store: TurnStreamStore | None = None,
+    **kwargs: Any,
 ) -> Iterator[AgentWorker]:
-    """A started worker hosting `agents`; orchestrators in `kwargs["orchestrators"]` are registered too."""
+    """A started worker hosting `agents` (writing turn streams to `stream_store`); orchestrators in
+    `kwargs["orchestrators"]` are registered too."""
     worker = TaskHubGrpcWorker(host_address=address, **worker_options())
-    hosted = AgentWorker(worker, agents, settings=settings or HostSettings())
+    hosted = AgentWorker(worker, agents, settings=settings or HostSettings(), stream_store=stream_store)
     for orchestrator in kwargs.get("orchestrators", ()):
         worker.add_orchestrator(orchestrator)
     worker.start()
