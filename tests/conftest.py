@@ -36,17 +36,21 @@ def scripted_host(tmp_path: Path) -> Iterator[tuple[RunningHost, ScriptedChatCli
 
 @pytest.fixture(params=["functions", "worker"])
 def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
-    """Serve the agent `make_agent()` makes (again on each restart) on one of the two hosts of the HTTP API: the
-    function app on the local host, or the standalone worker's ASGI app on durabletask's in-memory backend. A test
-    that takes it runs once on each, with the same assertions (docs/standalone-worker.md)."""
+    """Serve the agent (or list of agents) `make_agent()` makes (again on each restart) on one of the two hosts of the
+    HTTP API: the function app on the local host, or the standalone worker's ASGI app on durabletask's in-memory
+    backend. A test that takes it runs once on each, with the same assertions (docs/standalone-worker.md)."""
     started: list[HttpHost] = []
 
     def start(make_agent: Callable[[], Any], settings: HostSettings | None = None) -> HttpHost:
+        def agents() -> list[Any]:  # `make_agent` may make one agent or a list of them
+            made = make_agent()
+            return made if isinstance(made, list) else [made]
+
         host: HttpHost
         if request.param == "functions":
-            host = RunningHost(lambda: build_app(make_agent(), settings=settings), tmp_path)
+            host = RunningHost(lambda: build_app(*agents(), settings=settings), tmp_path)
         else:
-            host = RunningWorkerHost(lambda: [make_agent()], settings=settings)
+            host = RunningWorkerHost(agents, settings=settings)
         started.append(host)
         return host
 
