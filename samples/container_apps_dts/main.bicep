@@ -223,6 +223,7 @@ resource app 'Microsoft.App/containerApps@2024-03-01' = {
   ]
 }
 
+output appName string = app.name
 output url string = 'https://${app.properties.configuration.ingress.fqdn}'
 output schedulerEndpoint string = scheduler.outputs.endpoint
 output dashboardUrl string = scheduler.outputs.dashboardUrl
