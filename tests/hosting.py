@@ -172,6 +172,30 @@ def stop_serve(process: subprocess.Popen[str], how: int = signal.SIGTERM) -> Non
     process.stdout.close()
 
 
+def command_environment(root: Path, **settings: str) -> dict[str, str]:
+    """The environment for a child `python -m agent_host ...`: this one without the developer's model and host
+    settings, `root` importable, then `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
+    env["PYTHONPATH"] = child_pythonpath(root)
+    env.update(settings)
+    return env
+
+
+def run_command(cwd: Path, arguments: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run `python -m agent_host <arguments>` in `cwd` until it exits (cases that end at startup)."""
+    command = [sys.executable, "-m", "agent_host", *arguments]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def only_stderr_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one line a command printed on stderr; it exited 1 and printed nothing else (no traceback)."""
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
 def child_pythonpath(*paths: Path) -> str:
     """PYTHONPATH for a child `python`: `paths` first, then this process's own (which may shift the clock)."""
     inherited = [part for part in os.environ.get("PYTHONPATH", "").split(os.pathsep) if part]
