@@ -10,7 +10,6 @@ COPY lines do and runs its ENTRYPOINT against durabletask's in-memory backend, w
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -22,7 +21,7 @@ import tree_sitter
 from bicep_source import BicepFile, object_properties, string_value
 from durabletask.client import TaskHubGrpcClient
 from durabletask.testing import create_test_backend
-from hosting import free_port, request_at, start_command
+from hosting import command_environment, free_port, request_at, start_command
 from test_infra import ROLES
 
 from agent_host import chat_client_from_settings
@@ -198,8 +197,7 @@ def test_the_images_command_hosts_the_sample_agent_and_it_recalls_through_agent_
     assert command[:3] == ["python", "-m", "agent_host"]  # start_command runs `python -m agent_host` as this python
     port = free_port()
     command[command.index("--port") + 1] = str(port)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
-    env[API_KEY_SETTING] = "sample-key"
+    env = command_environment(workdir, **{API_KEY_SETTING: "sample-key"})  # the layout's agent_host, not this one
     process = start_command(workdir, [*command[3:], "--sidecar", hub], env)
     client = TaskHubGrpcClient(host_address=hub)
     try:
