@@ -116,13 +116,18 @@ def test_same_idempotency_key_with_a_different_body_is_409(serve: Serve) -> None
     client = ScriptedChatClient()
     running = serve(lambda: make_agent(client))
     key = {"Idempotency-Key": "k-1"}
-    running.request("POST", f"{BASE}/c1/turns", {"message": "first"}, headers=key)
+    first = running.request("POST", f"{BASE}/c1/turns", {"message": "first"}, headers=key)
 
     reply = running.request("POST", f"{BASE}/c1/turns", {"message": "second"}, headers=key)
 
     assert reply.status == 409
-    assert reply.json()["error"]["code"] == "idempotency_key_reused"
+    assert reply.json()["error"] == {
+        "code": "idempotency_key_reused",
+        "message": f"Idempotency-Key 'k-1' was already used for turn '{first.json()['turnId']}' with a different "
+        "request. Use a new key for a new request.",
+    }
     assert len(client.calls) == 1
+    assert history(running, "c1") == ["first", "reply 1: first"]
 
 
 def test_an_expired_turn_is_410_and_a_never_seen_turn_is_404(serve: Serve) -> None:
