@@ -31,7 +31,7 @@ from ._conversation_client.durable_client import DurableConversationClient
 from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import agent_ttl
 from ._http import classic_functions
-from ._http.agent_routes import CONVERSATION_ROUTE, conversation_routes, openai_routes
+from ._http.agent_routes import CONVERSATION_ROUTE, conversation_list_route, conversation_routes, openai_routes
 from ._http.conversation_list import ConversationListRoute
 from ._http.openai_responses import OpenAIResponsesRoutes
 from ._http.route_table import HttpRoute
@@ -482,7 +482,7 @@ class AgentFunctionApp(df.DFApp):
                 f"{published}/respond/{{instanceId}}/{{requestId}}",
                 {"POST": workflows.compat_respond},
             ),
-            HttpRoute("api_conversations", "agents/{agent}/conversations", {"GET": listing.conversations}),
+            conversation_list_route(listing),
         ]
         table += openai_routes(OpenAIResponsesRoutes(self._http_agent_routes, self.settings, clock, conversations))
         if self.inspector:

@@ -25,7 +25,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._errors import UnauthenticatedError
-from .._http.agent_routes import conversation_routes, openai_routes
+from .._http.agent_routes import conversation_list_route, conversation_routes, openai_routes
+from .._http.conversation_list import ConversationListRoute
 from .._http.fastapi_functions import fastapi_response, functions_request
 from .._http.openai_responses import OpenAIResponsesRoutes
 from .._http.responses import json_response, render_error
@@ -42,10 +43,10 @@ _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 _BEARER = "bearer "
 _HOOK_REFUSAL = "The app's auth hook refused this request. Send the credentials the app's auth hook checks."
 _NOT_SERVED = (
-    "The standalone worker serves /api/health, /api/agents/{agent}/conversations/{conversationId}/... (turns, cancel, "
-    "stream, messages, retention, delete), /api/agents/{agent}/run, /api/agents/{agent}/agui and /api/openai/v1/...; "
-    "listing conversations, workflows, the inspector and MCP are served by AgentFunctionApp only "
-    "(docs/standalone-worker.md)."
+    "The standalone worker serves /api/health, /api/agents/{agent}/conversations (the list), "
+    "/api/agents/{agent}/conversations/{conversationId}/... (turns, cancel, stream, messages, retention, delete), "
+    "/api/agents/{agent}/run, /api/agents/{agent}/agui and /api/openai/v1/...; workflows, the inspector and MCP are "
+    "served by AgentFunctionApp only (docs/standalone-worker.md)."
 )
 
 AuthHook = Callable[[Mapping[str, str]], bool]
@@ -134,6 +135,7 @@ def asgi_app(
     table = [
         HttpRoute("api_health", "health", {"GET": health.health}, client=False, auth_level=func.AuthLevel.ANONYMOUS),
         *conversation_routes(conversations),
+        conversation_list_route(ConversationListRoute(agents)),
         *openai_routes(OpenAIResponsesRoutes(agents, worker.settings, worker.clock, conversations)),
     ]
     routes = [
