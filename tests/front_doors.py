@@ -41,8 +41,8 @@ from agent_host._conversation.view import ConversationView
 from agent_host._conversation_client.waits import ReadBackWaits
 from agent_host._http.event_stream import content_type
 from agent_host._local_host.direct_invoker import DirectInvoker
-from agent_host._local_host.mcp_protocol import Caller, McpServer
 from agent_host._local_host.mcp_tools import discover_mcp_tools
+from agent_host._mcp.protocol import Caller, McpServer
 from agent_host.worker._conversation_client import NoExpiryWatch
 
 BASE_URL = "http://memory.test"
@@ -235,7 +235,7 @@ class MemoryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
 class MemoryMcpSession:
     """An MCP client session's requests answered by the app's tool functions as the Functions MCP extension answers
-    them: the local host's stand-in for the extension (`_local_host/mcp_protocol.py`), called directly, without its
+    them: the local host's stand-in for the extension (`_mcp/protocol.py`), called directly, without its
     HTTP endpoint or any host. Its methods answer as `mcp.ClientSession`'s do.
 
     Args:

@@ -28,6 +28,7 @@ import azure.functions as func
 
 from .._clock import SYSTEM_CLOCK
 from .._deps.durable_private import close_shared_session
+from .._mcp.protocol import McpServer
 from .activities import ActivityClients
 from .browser_guard import ALLOWED_HOSTS_SETTING, BrowserGuard, allowed_hosts_from_settings
 from .durable_api import DurableWebhookApi
@@ -35,7 +36,6 @@ from .functions import DEFAULT_TASK_HUB, discover_durable_functions, discover_fu
 from .invocation import INVOCATION_SETTING, FunctionInvoker, InvocationMode, create_invoker
 from .listener import DEFAULT_REQUEST_DEADLINES, ListenAddressError, Listener, RequestDeadlines
 from .mcp_endpoint import McpEndpoint
-from .mcp_protocol import McpServer
 from .mcp_tools import discover_mcp_tools
 from .orchestration_api import NON_RUNNING_STATES, ManagementUrls, OrchestrationWebhookApi
 from .orchestration_scheduler import OrchestrationScheduler, OrchestrationSchedulerOptions

@@ -22,9 +22,9 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from .._mcp.protocol import Caller, McpProtocolError, McpServer, error_message, parse_message
 from .errors import error_response
 from .listener import read_body
-from .mcp_protocol import Caller, McpProtocolError, McpServer, error_message, parse_message
 from .request_media import declares_json
 
 logger = logging.getLogger(__name__)

@@ -12,10 +12,12 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .log_text import loggable
-from .mcp_tools import McpToolFunction
+from .._local_host.log_text import loggable
+
+if TYPE_CHECKING:
+    from .._local_host.mcp_tools import McpToolFunction
 
 logger = logging.getLogger(__name__)
 
