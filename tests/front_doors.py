@@ -245,8 +245,8 @@ class MemoryMcpSession:
 
     def __init__(self, app: MemoryFunctionApp, headers: Mapping[str, str] | None = None) -> None:
         functions = app.indexed_functions
-        tools = discover_mcp_tools(functions, DirectInvoker(functions, why="in memory"))
-        self._server = McpServer(tools, lambda _task_hub: UNREACHABLE_BINDING)
+        tools = discover_mcp_tools(functions, DirectInvoker(functions, why="in memory"), lambda _: UNREACHABLE_BINDING)
+        self._server = McpServer(tools)
         lowered = {name.lower(): value for name, value in (headers or {}).items()}
         self._caller = Caller("http-streamable", uuid.uuid4().hex, lowered)
         self._ids = itertools.count(1)

@@ -183,8 +183,8 @@ class LocalHost:
             overridable_existing_instance_states=overridable_existing_instance_states,
         )
         durable_api = DurableWebhookApi(self.store, self.scheduler, orchestration_api)
-        mcp_tools = discover_mcp_tools(functions, self.invoker)
-        self.mcp = McpEndpoint(McpServer(mcp_tools, self.durable_client_binding)) if mcp_tools else None
+        mcp_tools = discover_mcp_tools(functions, self.invoker, self.durable_client_binding)
+        self.mcp = McpEndpoint(McpServer(mcp_tools)) if mcp_tools else None
         self._server = LocalHttpServer(
             self.routes,
             durable_api,

@@ -1,8 +1,7 @@
 """The MCP endpoint the Functions MCP extension serves, over its two transports, at ``/runtime/webhooks/mcp``.
 
-Streamable HTTP (``POST /runtime/webhooks/mcp``): stateless like the extension's, one JSON-RPC message per POST, the
-answer sent as one server-sent event; ``initialize`` issues an ``Mcp-Session-Id``, which later requests echo; GET and
-DELETE are not offered (405). Legacy SSE (``GET .../mcp/sse``, then ``POST .../mcp/message?azmcpcs=...``): the event
+Streamable HTTP (``POST /runtime/webhooks/mcp``) is ``_mcp/streamable_http.py``'s, which the standalone worker serves
+too. Legacy SSE (``GET .../mcp/sse``, then ``POST .../mcp/message?azmcpcs=...``): the event
 stream first names the message endpoint (relative, as the extension does by default), then carries every answer.
 Keys are checked by the server before a request gets here. Knows HTTP and the transports, not what tools do.
 """
@@ -12,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import socket
 import uuid
 from collections import OrderedDict
@@ -22,7 +20,18 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from .._mcp.protocol import Caller, McpProtocolError, McpServer, error_message, parse_message
+from .._mcp.protocol import Caller, McpProtocolError, McpServer, parse_message
+from .._mcp.streamable_http import (
+    NO_CACHE,
+    SSE_MEDIA_TYPE,
+    McpReply,
+    joined_headers,
+    method_not_allowed,
+    rpc_error,
+    sse_event,
+    streamable_reply,
+    unsupported_media_type,
+)
 from .errors import error_response
 from .listener import read_body
 from .request_media import declares_json
@@ -32,11 +41,8 @@ logger = logging.getLogger(__name__)
 MCP_SEGMENTS = ("runtime", "webhooks", "mcp")
 SSE_SEGMENT = "sse"
 MESSAGE_SEGMENT = "message"
-SESSION_HEADER = "Mcp-Session-Id"
 CLIENT_STATE_QUERY = "azmcpcs"
-STREAMABLE_TRANSPORT = "http-streamable"
 SSE_TRANSPORT = "http-sse"
-SSE_MEDIA_TYPE = "text/event-stream"
 KEEPALIVE_SECONDS = 15.0
 """How often an idle SSE stream gets a comment line, which also notices a client that went away."""
 MAX_OWED_ANSWERS = 64
@@ -46,15 +52,6 @@ SSE_SEND_BUFFER_BYTES = 128 * 1024
 """The kernel send buffer of an SSE stream's socket, fixed: left to autotuning, loopback's grows to megabytes, so how
 many answers a stream nobody reads absorbs before the owed bound applies would depend on the machine."""
 REMEMBERED_CLOSED_SESSIONS = 256
-
-# The extension's sessions are stateless (the id is encrypted client state); any visible-ASCII id is accepted here.
-_SESSION_ID = re.compile(r"[\x21-\x7e]{1,512}")
-_NO_CACHE = {"Cache-Control": "no-cache,no-store"}
-
-
-def sse_event(event: str, data: str) -> bytes:
-    """One server-sent event (``data`` holds no newline: it is compact JSON or a URL)."""
-    return f"event: {event}\ndata: {data}\n\n".encode()
 
 
 @dataclass
@@ -116,33 +113,12 @@ class McpEndpoint:
             task.cancel()
         await asyncio.gather(*self._answering, return_exceptions=True)
 
-    # -- Streamable HTTP ------------------------------------------------------------------------------------------
-
     async def _streamable(self, request: web.BaseRequest) -> web.StreamResponse:
-        """One JSON-RPC message per POST; a request's answer comes back as one server-sent event."""
-        if request.method.upper() != "POST":
-            return _method_not_allowed(request, "POST", "Streamable HTTP takes POST only (the extension is stateless).")
-        if not _accepts_json_and_events(request.headers.get("Accept", "")):
-            return _rpc_error(
-                406, -32000, "Not Acceptable: Client must accept both application/json and text/event-stream"
-            )
-        if not declares_json(request):
-            return _unsupported_media_type()
-        session_id = request.headers.get(SESSION_HEADER)
-        if session_id is not None and not _SESSION_ID.fullmatch(session_id):
-            return _rpc_error(400, -32000, "Invalid client state.")
-        try:
-            message = parse_message(await read_body(request))
-        except McpProtocolError as error:
-            return _rpc_error(400, error.code, error.message)
-        answer = await self.server.answer(message, Caller(STREAMABLE_TRANSPORT, session_id, _headers(request)))
-        if answer is None:
-            return web.Response(status=202)
-        headers = dict(_NO_CACHE)
-        if message.get("method") == "initialize" and "result" in answer:
-            headers[SESSION_HEADER] = uuid.uuid4().hex
-        body = sse_event("message", json.dumps(answer, ensure_ascii=False))
-        return web.Response(status=200, body=body, content_type=SSE_MEDIA_TYPE, charset="utf-8", headers=headers)
+        """Streamable HTTP, as the worker serves it too (`_mcp/streamable_http.py`)."""
+        reply = await streamable_reply(
+            self.server, request.method, request.path, request.headers, lambda: read_body(request)
+        )
+        return _response(reply)
 
     # -- legacy SSE -----------------------------------------------------------------------------------------------
 
@@ -157,7 +133,7 @@ class McpEndpoint:
         if key:
             # As the extension does: the message endpoint carries the key the stream was opened with.
             endpoint += f"&code={quote(key, safe='')}"
-        response = web.StreamResponse(status=200, headers={**_NO_CACHE, "Content-Type": SSE_MEDIA_TYPE})
+        response = web.StreamResponse(status=200, headers={**NO_CACHE, "Content-Type": SSE_MEDIA_TYPE})
         _fix_send_buffer(request.transport)
         try:
             await response.prepare(request)
@@ -197,7 +173,7 @@ class McpEndpoint:
                 400, "missing_session", "Missing service context. Connect to the /sse endpoint to start a session."
             )
         if not declares_json(request):
-            return _unsupported_media_type()
+            return _response(unsupported_media_type())
         session = self._sessions.get(client_id)
         if session is None and client_id in self._closed:
             return _session_closed(client_id, self._closed[client_id])
@@ -210,7 +186,7 @@ class McpEndpoint:
         try:
             message = parse_message(await read_body(request))
         except McpProtocolError as error:
-            return _rpc_error(400, error.code, error.message)
+            return _response(rpc_error(400, error.code, error.message))
         if session.owed() >= MAX_OWED_ANSWERS:
             reason = (
                 f"it was owed {MAX_OWED_ANSWERS} answers its event stream had not taken (a client must read the "
@@ -221,7 +197,7 @@ class McpEndpoint:
         if message.get("method") == "initialize" and isinstance(message.get("params"), dict):
             info = message["params"].get("clientInfo")
             session.client_info = info if isinstance(info, dict) else None
-        caller = Caller(SSE_TRANSPORT, session.client_id, _headers(request), session.client_info)
+        caller = Caller(SSE_TRANSPORT, session.client_id, joined_headers(request.headers), session.client_info)
         task = asyncio.create_task(self._answer_on_stream(session, message, caller))
         for tasks in (self._answering, session.answering):
             tasks.add(task)
@@ -260,35 +236,6 @@ def _fix_send_buffer(transport: asyncio.BaseTransport | None) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SSE_SEND_BUFFER_BYTES)
 
 
-def _accepts_json_and_events(accept: str) -> bool:
-    """Whether an Accept header takes both JSON and server-sent events, as the extension requires of a POST."""
-    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-
-    def takes(media: str) -> bool:
-        return media in types or f"{media.split('/')[0]}/*" in types or "*/*" in types
-
-    return takes("application/json") and takes(SSE_MEDIA_TYPE)
-
-
-def _headers(request: web.BaseRequest) -> dict[str, str]:
-    """The request's headers for the invocation context, repeated ones joined with commas as the extension does."""
-    joined: dict[str, str] = {}
-    for name, value in request.headers.items():
-        joined[name] = f"{joined[name]},{value}" if name in joined else value
-    return joined
-
-
-def _rpc_error(status: int, code: int, message: str) -> web.Response:
-    """An HTTP error whose body is a JSON-RPC error, as the extension answers transport-level problems."""
-    body = json.dumps(error_message(None, McpProtocolError(code, message)))
-    return web.Response(status=status, text=body, content_type="application/json")
-
-
-def _unsupported_media_type() -> web.Response:
-    """415 for a message not sent as JSON, in the words of the MCP SDK's own server."""
-    return _rpc_error(415, -32000, "Unsupported Media Type: Content-Type must be application/json")
-
-
 def _session_closed(client_id: str, reason: str) -> web.Response:
     return error_response(
         400,
@@ -300,9 +247,9 @@ def _session_closed(client_id: str, reason: str) -> web.Response:
 
 def _method_not_allowed(request: web.BaseRequest, allowed: str, why: str) -> web.Response:
     """405 with ``Allow``, in the local host's JSON error body."""
-    return error_response(
-        405,
-        "method_not_allowed",
-        f"{request.method} is not allowed on {request.path}; use {allowed}. {why}",
-        headers={"Allow": allowed},
-    )
+    return _response(method_not_allowed(request.method, request.path, allowed, why))
+
+
+def _response(reply: McpReply) -> web.Response:
+    """The aiohttp response of a transport-neutral reply."""
+    return web.Response(status=reply.status, body=reply.body, headers=reply.headers)

@@ -3,21 +3,17 @@
 It answers what the extension's server answers (ModelContextProtocol C# SDK 0.4): ``initialize`` (protocol versions
 2024-11-05, 2025-03-26 and 2025-06-18; an unknown version is answered with the newest), ``ping``, ``tools/list`` and
 ``tools/call``, with the extension's errors for an unknown tool or a missing required property. Other methods are
-"not available". Knows the app's tool functions through ``mcp_tools.py``; nothing about HTTP.
+"not available". Serves the local host's tool functions and the standalone worker's agent tools alike, through
+``ServedTool``; knows nothing about HTTP or how a tool runs.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from .._local_host.log_text import loggable
-
-if TYPE_CHECKING:
-    from .._local_host.mcp_tools import McpToolFunction
+from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -101,18 +97,43 @@ def error_message(request_id: Any, error: McpProtocolError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": error.code, "message": error.message}}
 
 
-class McpServer:
-    """Answers JSON-RPC requests for the app's tool functions."""
+class ServedTool(Protocol):
+    """A tool the server lists and calls (``extension_tools.ToolBinding`` gives the listing and reads results)."""
 
-    def __init__(self, tools: list[McpToolFunction], client_binding: Callable[[str], str]) -> None:
+    @property
+    def tool_name(self) -> str:
+        """The name clients call it by."""
+        ...
+
+    @property
+    def function_name(self) -> str:
+        """What serves it, for the log."""
+        ...
+
+    @property
+    def required(self) -> list[str]:
+        """Names of the properties a call must give (not null)."""
+        ...
+
+    def listing(self) -> dict[str, Any]:
+        """The tool as ``tools/list`` shows it."""
+        ...
+
+    async def call(self, context: dict[str, Any]) -> dict[str, Any]:
+        """Serve a call given the extension's invocation context; the ``CallToolResult`` as JSON-ready data."""
+        ...
+
+
+class McpServer:
+    """Answers JSON-RPC requests for a host's tools."""
+
+    def __init__(self, tools: Sequence[ServedTool]) -> None:
         """Serve these tools.
 
         Args:
-            tools: The app's ``mcpToolTrigger`` functions.
-            client_binding: The durable client binding JSON for a task hub (known only once the host is bound).
+            tools: The tools, in the order ``tools/list`` shows them.
         """
         self.tools = {tool.tool_name.lower(): tool for tool in tools}
-        self._client_binding = client_binding
 
     async def answer(self, message: dict[str, Any], caller: Caller) -> dict[str, Any] | None:
         """The answer to one message: a result or an error for a request, None for anything else.
@@ -169,10 +190,10 @@ class McpServer:
                 f"One or more required tool properties are missing values. Please provide: {', '.join(missing)}",
             )
         try:
-            return await tool.call(_invocation_context(name, arguments, caller), self._client_binding(tool.task_hub))
+            return await tool.call(_invocation_context(name, arguments, caller))
         except Exception:
             # The extension's SDK answers any failure of the function with this text: its details may be secret.
-            logger.exception("MCP tool function %r failed", loggable(tool.function_name))
+            logger.exception("MCP tool function %r failed", tool.function_name)
             return {"content": [{"type": "text", "text": f"An error occurred invoking '{name}'."}], "isError": True}
 
 

@@ -182,7 +182,7 @@ def test_the_local_host_serves_exactly_the_tools_the_host_is_sent() -> None:
 
     functions = [f.function for f in indexed.functions]
     invoker = DirectInvoker(functions, why="to list the tools")
-    served = {tool.function_name: tool for tool in discover_mcp_tools(functions, invoker)}
+    served = {tool.function_name: tool for tool in discover_mcp_tools(functions, invoker, lambda _: "{}")}
 
     sent = tool_functions(indexed)
     assert sorted(served) == sorted(sent)
