@@ -38,6 +38,7 @@ class RunningWorkerHost:
         settings: The worker's settings (`HostSettings()`, the defaults, when omitted).
         auth: The ASGI app's `auth` (None: every request is served).
         stream_store: The worker's turn stream store (the ASGI app reads the worker's).
+        enable_mcp_tool_trigger: Serve the agents as MCP tools too (`AgentWorker(enable_mcp_tool_trigger=...)`).
     """
 
     def __init__(
@@ -47,8 +48,10 @@ class RunningWorkerHost:
         settings: HostSettings | None = None,
         auth: AuthHook | None = None,
         stream_store: TurnStreamStore | None = None,
+        enable_mcp_tool_trigger: bool = False,
     ) -> None:
         self.agents_factory = agents_factory
+        self.enable_mcp_tool_trigger = enable_mcp_tool_trigger
         self.settings = settings or HostSettings()
         self.auth = auth
         self.stream_store = stream_store
@@ -66,7 +69,11 @@ class RunningWorkerHost:
         CONVERSATION_CACHE.clear()  # a fresh process has none
         self._worker = TaskHubGrpcWorker(host_address=self.address, **worker_options())
         hosted = AgentWorker(
-            self._worker, self.agents_factory(), settings=self.settings, stream_store=self.stream_store
+            self._worker,
+            self.agents_factory(),
+            settings=self.settings,
+            stream_store=self.stream_store,
+            enable_mcp_tool_trigger=self.enable_mcp_tool_trigger,
         )
         self._worker.start()
         self._client = TaskHubGrpcClient(host_address=self.address)

@@ -1,10 +1,11 @@
 """The HTTP API outside Functions: an ASGI app serving a worker's agents on AgentFunctionApp's routes, with its
-handlers, over a durabletask client.
+handlers, over a durabletask client; and their MCP tools at the Functions MCP extension's path.
 
 Each request becomes the `azure.functions.HttpRequest` the handlers read, as an HTTP stream function's does
 (`_http/fastapi_functions.py`), and their answer goes back as a Starlette response (an event stream sent event by
-event). There is no function key: an auth hook decides, before any handler runs. Knows ASGI, the route table and the
-auth hook, not what any route does.
+event). MCP requests go to the Streamable HTTP transport the local host serves too (`_mcp/streamable_http.py`).
+There is no function key: an auth hook decides, before any handler runs. Knows ASGI, the route table and the auth
+hook, not what any route does.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._errors import UnauthenticatedError
+from .._errors import AgentHostError, UnauthenticatedError
 from .._http.agent_routes import conversation_list_route, conversation_routes, openai_routes
 from .._http.conversation_list import ConversationListRoute
 from .._http.fastapi_functions import fastapi_response, functions_request
@@ -32,8 +33,11 @@ from .._http.openai_responses import OpenAIResponsesRoutes
 from .._http.responses import json_response, render_error
 from .._http.route_table import HttpRoute
 from .._http.routes import HealthRoute, Routes
+from .._mcp.protocol import McpServer
+from .._mcp.streamable_http import MCP_PATH, streamable_reply
 from .._streaming.channel import TurnStreamStore
 from ._conversation_client import TaskHubConversations
+from ._mcp import agent_tool_server
 from ._worker import AgentWorker
 
 API_KEY_SETTING = "AGENT_HOST_API_KEY"
@@ -45,8 +49,9 @@ _HOOK_REFUSAL = "The app's auth hook refused this request. Send the credentials 
 _NOT_SERVED = (
     "The standalone worker serves /api/health, /api/agents/{agent}/conversations (the list), "
     "/api/agents/{agent}/conversations/{conversationId}/... (turns, cancel, stream, messages, retention, delete), "
-    "/api/agents/{agent}/run, /api/agents/{agent}/agui and /api/openai/v1/...; workflows, the inspector and MCP are "
-    "served by AgentFunctionApp only (docs/standalone-worker.md)."
+    "/api/agents/{agent}/run, /api/agents/{agent}/agui, /api/openai/v1/... and, for agents added with "
+    "enable_mcp_tool_trigger, their MCP tools at POST /runtime/webhooks/mcp (Streamable HTTP); workflows, the "
+    "inspector and MCP's legacy SSE transport are served by AgentFunctionApp only (docs/standalone-worker.md)."
 )
 
 AuthHook = Callable[[Mapping[str, str]], bool]
@@ -141,6 +146,15 @@ def asgi_app(
     routes = [
         Route(f"{ROUTE_PREFIX}/{route.path}", _endpoint(route, clients, hook), methods=_ALL_METHODS) for route in table
     ]
+    if worker.mcp_tools.tools:
+        tools = agent_tool_server(
+            worker.mcp_tools.tools,
+            agents,
+            {name: clients.for_agent(agent) for name, agent in agents.items()},
+            worker.settings,
+            worker.clock,
+        )
+        routes.append(Route(MCP_PATH, _mcp_endpoint(tools, hook), methods=_ALL_METHODS))
     routes.append(Route("/{path:path}", _not_found, methods=_ALL_METHODS))
     return Starlette(routes=routes, middleware=[Middleware(_IgnoreTrailingSlash)])
 
@@ -162,19 +176,41 @@ def _endpoint(
     route: HttpRoute, clients: TaskHubConversations, hook: AuthHook | None
 ) -> Callable[[Request], Awaitable[Response]]:
     """The Starlette endpoint of one route: the auth hook, then the route's own `endpoint`."""
-    guarded = hook is not None and route.auth_level != func.AuthLevel.ANONYMOUS
-    refusal = getattr(hook, "refusal", _HOOK_REFUSAL)
+    guard = hook if route.auth_level != func.AuthLevel.ANONYMOUS else None
     render = route.render_error or render_error
 
     async def endpoint(request: Request) -> Response:
-        if guarded and hook is not None and not hook(request.headers):
-            error = UnauthenticatedError(refusal)
-            error.headers = {"WWW-Authenticate": "Bearer"}
-            return fastapi_response(render(error))
+        refused = _refusal(guard, request, render)
+        if refused is not None:
+            return refused
         req = await functions_request(request)
         return fastapi_response(await (route.endpoint(req, clients) if route.client else route.endpoint(req)))
 
     return endpoint
+
+
+def _mcp_endpoint(server: McpServer, hook: AuthHook | None) -> Callable[[Request], Awaitable[Response]]:
+    """The Starlette endpoint of the MCP tools: the auth hook, then the Streamable HTTP transport."""
+
+    async def endpoint(request: Request) -> Response:
+        refused = _refusal(hook, request, render_error)
+        if refused is not None:
+            return refused
+        reply = await streamable_reply(server, request.method, request.url.path, request.headers, request.body)
+        return Response(reply.body, status_code=reply.status, headers=reply.headers)
+
+    return endpoint
+
+
+def _refusal(
+    hook: AuthHook | None, request: Request, render: Callable[[AgentHostError], func.HttpResponse]
+) -> Response | None:
+    """The 401 of a request the hook refuses, rendered as its route renders errors; None when it may be served."""
+    if hook is None or hook(request.headers):
+        return None
+    error = UnauthenticatedError(getattr(hook, "refusal", _HOOK_REFUSAL))
+    error.headers = {"WWW-Authenticate": "Bearer"}
+    return fastapi_response(render(error))
 
 
 async def _not_found(request: Request) -> Response:

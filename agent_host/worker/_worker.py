@@ -23,6 +23,7 @@ from .._conversation.history_plan import plan_history
 from .._conversation.sessions import core_state_types, register_state_types
 from .._conversation.state_cache import CONVERSATION_CACHE, MB
 from .._expiry_settings import agent_ttl
+from .._mcp.tools import McpToolRegistry, agent_tool
 from .._retention_settings import RetentionModeName
 from .._settings import HostSettings, retention_from
 from .._streaming.callbacks import AgentResponseCallbackProtocol
@@ -77,6 +78,8 @@ class AgentWorker:
         stream_store: Where streamed turns write their events as they run (and cancels and checkpoints live), as
             `AgentFunctionApp(stream_store=...)`; None: the store the settings choose (`AGENT_HOST_STREAM_STORE`, e.g.
             `sqlite:.agent_host/streams.sqlite3`), or none. Readers (`asgi_app`, `AgentClient`) need the same store.
+        enable_mcp_tool_trigger: Serve every agent as an MCP tool on `asgi_app`'s `/runtime/webhooks/mcp`, as
+            `AgentFunctionApp(enable_mcp_tool_trigger=True)` does; `add_agent(...)` decides per agent (docs/mcp.md).
 
     Raises:
         ValueError: the worker was not created with `AgentStateConverter` (`**worker_options()`); an agent is
@@ -93,6 +96,7 @@ class AgentWorker:
         state_types: Sequence[type] = (),
         clock: Clock = SYSTEM_CLOCK,
         stream_store: TurnStreamStore | None = None,
+        enable_mcp_tool_trigger: bool = False,
     ) -> None:
         _require_state_converter(worker)
         self.worker = worker
@@ -103,6 +107,8 @@ class AgentWorker:
         self._stream_store = app_stream_store(stream_store, self.settings.turn_record_ttl_seconds)
         self._entities: dict[str, ConversationEntityFunction] = {}
         self._routes: dict[str, AgentRoute] = {}
+        self.enable_mcp_tool_trigger = enable_mcp_tool_trigger
+        self.mcp_tools = McpToolRegistry()
         register_state_types([*core_state_types(), *state_types])
         CONVERSATION_CACHE.resize(self.settings.state_cache_mb * MB)
         for agent in agents:
@@ -138,6 +144,7 @@ class AgentWorker:
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
         conversation_ttl: datetime.timedelta | float | None = None,
+        enable_mcp_tool_trigger: bool | None = None,
     ) -> None:
         """Register an agent's conversation entity, `conversation_<name>`, on the worker.
 
@@ -155,11 +162,12 @@ class AgentWorker:
             conversation_ttl: How long this agent's conversations may stay idle before they are deleted (a
                 `timedelta` or seconds; 0 never); None follows `AGENT_HOST_CONVERSATION_TTL`. Each conversation's
                 entity schedules its own idle check (`_expiry.py`).
+            enable_mcp_tool_trigger: Serve this agent as an MCP tool; None follows the worker's setting.
 
         Raises:
             ValueError: the name is missing, invalid, too long for the Durable Task Scheduler, or taken by another
-                agent; a state type's id is taken; a retention value or the TTL is invalid (the message names the
-                parameter).
+                agent or (ignoring case) another agent's MCP tool; a state type's id is taken; a retention value or
+                the TTL is invalid (the message names the parameter).
             RuntimeError: the worker is already running (durabletask takes registrations before `start` only).
         """
         register_state_types(state_types)
@@ -175,6 +183,9 @@ class AgentWorker:
         )
         ttl = agent_ttl(self.settings.conversation_ttl_seconds, conversation_ttl, name)
         plan = plan_history(agent)
+        mcp_enabled = self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else bool(enable_mcp_tool_trigger)
+        if mcp_enabled:
+            self.mcp_tools.require_free(name)
         entity = ConversationEntityFunction(
             name,
             agent,
@@ -211,7 +222,10 @@ class AgentWorker:
             max_conversation_id_length=id_limit,
             agent_type=type(agent).__name__,
             http_enabled=False,
+            mcp_enabled=mcp_enabled,
         )
+        if mcp_enabled:
+            self.mcp_tools.add(agent_tool(name, getattr(agent, "description", None)))
 
     def get_agent(self, context: task.OrchestrationContext, agent_name: str) -> WorkerOrchestrationAgent:
         """A registered agent for use inside an orchestrator on this worker, as `AgentFunctionApp.get_agent` gives

@@ -1,13 +1,16 @@
-"""Driving the local host's MCP endpoint with the official MCP SDK client, from synchronous tests.
+"""Driving an MCP endpoint with the official MCP SDK client, from synchronous tests: the local host's, or the
+standalone worker's ASGI app's.
 
-The host runs in its own thread and loop (`hosting.RunningHost`); each `with_session` runs the client on a fresh
-event loop in the test's thread, initializes a session over Streamable HTTP (or the legacy SSE transport) and hands
-it to the test's coroutine.
+The host runs in its own thread and loop (`hosting.RunningHost`, `worker_hosting.RunningWorkerHost`); each
+`with_session` runs the client on a fresh event loop in the test's thread, initializes a session over Streamable
+HTTP (or the legacy SSE transport) and hands it to the test's coroutine. `serve` starts the local host; `serve_tools`
+serves agents as tools on each host in turn, for a test of what both must do alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -24,6 +27,9 @@ from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from worker_hosting import HttpHost, RunningWorkerHost
+
+from agent_host import HostSettings
 
 T = TypeVar("T")
 Transport = Literal["streamable", "sse"]
@@ -50,19 +56,26 @@ async def open_session(
         yield session
 
 
+def base_url(running: HttpHost) -> str:
+    """Where the host listens."""
+    if isinstance(running, RunningWorkerHost):
+        return running.base_url
+    assert running.host is not None
+    return running.host.base_url
+
+
 def with_session(
-    running: RunningHost,
+    running: HttpHost,
     use: Callable[[ClientSession], Awaitable[T]],
     *,
     transport: Transport = "streamable",
     headers: dict[str, str] | None = None,
 ) -> T:
     """Run `use` with an initialized session against the running host and return what it returns."""
-    assert running.host is not None
-    base_url = running.host.base_url
+    url = base_url(running)
 
     async def main() -> T:
-        async with open_session(base_url, transport=transport, headers=headers) as session:
+        async with open_session(url, transport=transport, headers=headers) as session:
             return await use(session)
 
     try:
@@ -83,13 +96,13 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     return found
 
 
-def call_tool(running: RunningHost, name: str, arguments: dict[str, Any], **options: Any) -> types.CallToolResult:
+def call_tool(running: HttpHost, name: str, arguments: dict[str, Any], **options: Any) -> types.CallToolResult:
     """One tool call in a session of its own, as an MCP client that connects per call would make it."""
     return with_session(running, lambda session: session.call_tool(name, arguments), **options)
 
 
 def post_raw(
-    running: RunningHost, path: str, message: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None
+    running: HttpHost, path: str, message: Any, headers: dict[str, str] | None = None, *, raw: bytes | None = None
 ) -> Any:
     """POST a JSON-RPC message (or raw bytes) to an MCP path with the headers a Streamable HTTP client sends."""
     sent = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
@@ -129,3 +142,29 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., RunningHost]]:
     yield start
     for running in started:
         running.stop()
+
+
+# Serves agents as MCP tools: `serve_tools(*agents, settings=None)`, on the host the test is parametrized with.
+ServeTools = Callable[..., HttpHost]
+
+
+@pytest.fixture(params=["functions", "worker"])
+def serve_tools(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServeTools]:
+    """Serve these agents as MCP tools on one of the two hosts: the function app (`enable_mcp_tool_trigger=True`) on
+    the local host, or the standalone worker's ASGI app (`AgentWorker(enable_mcp_tool_trigger=True)`) on durabletask's
+    in-memory backend, without authentication. A test that takes it runs once on each, with the same assertions."""
+    started: list[HttpHost] = []
+
+    def start(*agents: Any, settings: HostSettings | None = None) -> HttpHost:
+        host: HttpHost
+        if request.param == "functions":
+            app = functools.partial(build_app, *agents, settings=settings, enable_mcp_tool_trigger=True)
+            host = RunningHost(app, tmp_path / f"host{len(started)}")
+        else:
+            host = RunningWorkerHost(lambda: list(agents), settings=settings, enable_mcp_tool_trigger=True)
+        started.append(host)
+        return host
+
+    yield start
+    for host in started:
+        host.stop()

@@ -1,8 +1,9 @@
-"""The local host's MCP endpoint as the Functions MCP extension serves it: transports, keys and protocol errors.
+"""The MCP endpoint as the Functions MCP extension serves it: transports, keys and protocol errors.
 
-Raw HTTP where the wire itself is the point (status codes, headers, event framing); the official SDK client over
-the legacy SSE transport; and a plain `mcpToolTrigger` function of the user's own, to show the endpoint is the
-extension's, not something only our agent tools speak.
+Raw HTTP where the wire itself is the point (status codes, headers, event framing): Streamable HTTP's on both hosts
+(`serve_tools`: the local host and the standalone worker share the transport), the rest on the local host; the
+official SDK client over the legacy SSE transport; and a plain `mcpToolTrigger` function of the user's own, to show
+the endpoint is the extension's, not something only our agent tools speak.
 """
 
 from __future__ import annotations
@@ -23,13 +24,24 @@ from apps import build_app, make_agent
 from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 from mcp import ClientSession
-from mcp_harness import MCP_PATH, call_tool, open_stream, post_raw, serve, sse_data, with_session
+from mcp_harness import (
+    MCP_PATH,
+    ServeTools,
+    call_tool,
+    open_stream,
+    post_raw,
+    serve,
+    serve_tools,
+    sse_data,
+    with_session,
+)
 from tool_results import texts
+from worker_hosting import HttpHost
 
 from agent_host import OfflineChatClient
 from agent_host._local_host.mcp_endpoint import MAX_OWED_ANSWERS
 
-__all__ = ["serve"]  # the fixture, imported for pytest
+__all__ = ["serve", "serve_tools"]  # the fixtures, imported for pytest
 
 Serve = Callable[..., RunningHost]
 INITIALIZE = {
@@ -44,8 +56,12 @@ def agent_host(serve: Serve, **kwargs: object) -> RunningHost:
     return serve(make_agent(OfflineChatClient()), enable_mcp_tool_trigger=True, **kwargs)
 
 
-def test_initialize_answers_as_one_event_and_issues_a_session_id(serve: Serve) -> None:
-    running = agent_host(serve)
+def offline_tools(serve_tools: ServeTools) -> HttpHost:
+    return serve_tools(make_agent(OfflineChatClient()))
+
+
+def test_initialize_answers_as_one_event_and_issues_a_session_id(serve_tools: ServeTools) -> None:
+    running = offline_tools(serve_tools)
 
     reply = post_raw(running, MCP_PATH, INITIALIZE)
 
@@ -66,8 +82,8 @@ def test_initialize_answers_as_one_event_and_issues_a_session_id(serve: Serve) -
     assert len(reply.headers["mcp-session-id"]) >= 16
 
 
-def test_notifications_are_accepted_without_a_body(serve: Serve) -> None:
-    running = agent_host(serve)
+def test_notifications_are_accepted_without_a_body(serve_tools: ServeTools) -> None:
+    running = offline_tools(serve_tools)
 
     reply = post_raw(running, MCP_PATH, {"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -86,9 +102,9 @@ def test_notifications_are_accepted_without_a_body(serve: Serve) -> None:
     ],
 )
 def test_bodies_that_are_not_one_json_rpc_message_are_refused(
-    serve: Serve, message: object, raw: bytes | None, status: int, code: int
+    serve_tools: ServeTools, message: object, raw: bytes | None, status: int, code: int
 ) -> None:
-    running = agent_host(serve)
+    running = offline_tools(serve_tools)
 
     reply = post_raw(running, MCP_PATH, message, raw=raw)
 
@@ -97,9 +113,11 @@ def test_bodies_that_are_not_one_json_rpc_message_are_refused(
 
 
 @pytest.mark.parametrize("request_id", [None, 7, 2.5, "r-7"])
-def test_a_request_id_may_be_a_string_a_number_or_null_and_comes_back_as_sent(serve: Serve, request_id: object) -> None:
+def test_a_request_id_may_be_a_string_a_number_or_null_and_comes_back_as_sent(
+    serve_tools: ServeTools, request_id: object
+) -> None:
     # JSON-RPC 2.0: an id is a string, a number or null; only a message without one is a notification.
-    running = agent_host(serve)
+    running = offline_tools(serve_tools)
 
     reply = post_raw(running, MCP_PATH, {"jsonrpc": "2.0", "id": request_id, "method": "ping"})
 
@@ -107,8 +125,8 @@ def test_a_request_id_may_be_a_string_a_number_or_null_and_comes_back_as_sent(se
     assert sse_data(reply.body) == [{"jsonrpc": "2.0", "id": request_id, "result": {}}]
 
 
-def test_methods_the_extension_does_not_serve_are_not_available(serve: Serve) -> None:
-    running = agent_host(serve)
+def test_methods_the_extension_does_not_serve_are_not_available(serve_tools: ServeTools) -> None:
+    running = offline_tools(serve_tools)
 
     reply = post_raw(running, MCP_PATH, {"jsonrpc": "2.0", "id": "r1", "method": "resources/list"})
 
@@ -121,8 +139,8 @@ def test_methods_the_extension_does_not_serve_are_not_available(serve: Serve) ->
     ]
 
 
-def test_a_post_must_accept_json_and_event_streams(serve: Serve) -> None:
-    running = agent_host(serve)
+def test_a_post_must_accept_json_and_event_streams(serve_tools: ServeTools) -> None:
+    running = offline_tools(serve_tools)
 
     reply = post_raw(running, MCP_PATH, INITIALIZE, headers={"Accept": "application/json"})
 
@@ -134,8 +152,8 @@ def test_a_post_must_accept_json_and_event_streams(serve: Serve) -> None:
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
-def test_streamable_http_takes_post_only(serve: Serve, method: str) -> None:
-    running = agent_host(serve)
+def test_streamable_http_takes_post_only(serve_tools: ServeTools, method: str) -> None:
+    running = offline_tools(serve_tools)
 
     reply = running.request(method, MCP_PATH)
 
@@ -143,8 +161,8 @@ def test_streamable_http_takes_post_only(serve: Serve, method: str) -> None:
     assert reply.json()["error"]["code"] == "method_not_allowed"
 
 
-def test_a_malformed_session_id_is_invalid_client_state(serve: Serve) -> None:
-    running = agent_host(serve)
+def test_a_malformed_session_id_is_invalid_client_state(serve_tools: ServeTools) -> None:
+    running = offline_tools(serve_tools)
 
     reply = post_raw(running, MCP_PATH, INITIALIZE, headers={"Mcp-Session-Id": "has spaces in it"})
 
