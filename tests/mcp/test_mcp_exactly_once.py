@@ -1,5 +1,6 @@
 """Exactly-once MCP turns: a retried call (same idempotencyKey) never runs the agent twice, whether its turn is
-answered, still running, or delivered twice by the host."""
+answered, still running, or delivered twice by the host. What does not need the local host's own scheduler or
+transports runs on both hosts (`serve_tools`)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,19 @@ from faults import deliver_twice
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.types import CallToolResult
-from mcp_harness import MCP_PATH, call_tool, post_raw, serve, sse_data, with_session
+from mcp_harness import MCP_PATH, ServeTools, call_tool, post_raw, serve, serve_tools, sse_data, with_session
 from tool_results import CONVERSATIONS, texts, transcript
 
 from agent_host import HostSettings
 
-__all__ = ["serve"]  # the fixture, imported for pytest
+__all__ = ["serve", "serve_tools"]  # the fixtures, imported for pytest
 
 Serve = Callable[..., RunningHost]
 
 
-def test_a_retry_with_the_same_key_returns_the_first_answer_without_running_the_agent(serve: Serve) -> None:
+def test_a_retry_with_the_same_key_returns_the_first_answer_without_running_the_agent(serve_tools: ServeTools) -> None:
     client = ScriptedChatClient()
-    running = serve(make_agent(client), enable_mcp_tool_trigger=True)
+    running = serve_tools(make_agent(client))
     arguments = {"query": "hello", "sessionId": "c1", "idempotencyKey": "call-1"}
 
     first = call_tool(running, "assistant", arguments)
@@ -61,10 +62,10 @@ def test_a_retry_without_a_session_id_finds_the_conversation_its_key_started(ser
     assert len(client.calls) == 2
 
 
-def test_two_clients_using_the_same_key_get_conversations_of_their_own(serve: Serve) -> None:
+def test_two_clients_using_the_same_key_get_conversations_of_their_own(serve_tools: ServeTools) -> None:
     # The docs' own example key: another client's equal key neither refuses this one nor reads its conversation.
     client = ScriptedChatClient()
-    running = serve(make_agent(client), enable_mcp_tool_trigger=True)
+    running = serve_tools(make_agent(client))
 
     ada = call_tool(running, "assistant", {"query": "My name is Ada.", "idempotencyKey": "call-1"})
     bob = call_tool(running, "assistant", {"query": "My name is Bob.", "idempotencyKey": "call-1"})
@@ -80,8 +81,8 @@ def test_two_clients_using_the_same_key_get_conversations_of_their_own(serve: Se
     assert [len(call) for call in client.calls] == [1, 1, 1]  # no client's call saw another's history
 
 
-def test_a_key_without_a_session_id_outside_any_mcp_session_is_refused(serve: Serve) -> None:
-    running = serve(make_agent(ScriptedChatClient()), enable_mcp_tool_trigger=True)
+def test_a_key_without_a_session_id_outside_any_mcp_session_is_refused(serve_tools: ServeTools) -> None:
+    running = serve_tools(make_agent(ScriptedChatClient()))
     call = {"name": "assistant", "arguments": {"query": "hello", "idempotencyKey": "call-1"}}
 
     reply = post_raw(running, MCP_PATH, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
@@ -92,9 +93,9 @@ def test_a_key_without_a_session_id_outside_any_mcp_session_is_refused(serve: Se
     assert "Send sessionId (a conversation id of your choosing) with the key" in answer["result"]["content"][0]["text"]
 
 
-def test_the_same_key_with_another_query_is_refused_as_a_reused_key(serve: Serve) -> None:
+def test_the_same_key_with_another_query_is_refused_as_a_reused_key(serve_tools: ServeTools) -> None:
     client = ScriptedChatClient()
-    running = serve(make_agent(client), enable_mcp_tool_trigger=True)
+    running = serve_tools(make_agent(client))
     call_tool(running, "assistant", {"query": "hello", "sessionId": "c1", "idempotencyKey": "k"})
 
     reused = call_tool(running, "assistant", {"query": "goodbye", "sessionId": "c1", "idempotencyKey": "k"})
@@ -142,9 +143,9 @@ def test_a_signal_the_host_delivers_twice_runs_the_agent_once(serve: Serve) -> N
     assert transcript(running, "c1") == [("user", "hello"), ("assistant", "reply 1: hello")]
 
 
-def test_an_mcp_turn_is_an_ordinary_turn_of_the_http_api(serve: Serve) -> None:
+def test_an_mcp_turn_is_an_ordinary_turn_of_the_http_api(serve_tools: ServeTools) -> None:
     client = ScriptedChatClient()
-    running = serve(make_agent(client), enable_mcp_tool_trigger=True)
+    running = serve_tools(make_agent(client))
     base = f"{CONVERSATIONS.format(agent='assistant')}/c1"
 
     mcp_turn = call_tool(running, "assistant", {"query": "from mcp", "sessionId": "c1"})
@@ -161,7 +162,7 @@ def test_an_mcp_turn_is_an_ordinary_turn_of_the_http_api(serve: Serve) -> None:
     ]
 
 
-def test_a_retry_sent_while_the_first_call_still_waits_shares_its_turn(serve: Serve) -> None:
+def test_a_retry_sent_while_the_first_call_still_waits_shares_its_turn(serve_tools: ServeTools) -> None:
     started, release = threading.Event(), threading.Event()
 
     def slow(messages: list[Message], options: Any) -> Message:
@@ -170,7 +171,7 @@ def test_a_retry_sent_while_the_first_call_still_waits_shares_its_turn(serve: Se
         return default_reply(messages, 1)
 
     client = ScriptedChatClient(slow)
-    running = serve(make_agent(client), enable_mcp_tool_trigger=True)
+    running = serve_tools(make_agent(client))
     arguments = {"query": "hello", "sessionId": "c1", "idempotencyKey": "k-1"}
 
     async def first_then_retry(session: ClientSession) -> list[CallToolResult]:
