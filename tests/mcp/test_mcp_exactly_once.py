@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -42,10 +43,16 @@ def test_a_retry_with_the_same_key_returns_the_first_answer_without_running_the_
     assert transcript(running, "c1") == [("user", "hello"), ("assistant", "reply 1: hello")]
 
 
-@pytest.mark.parametrize("transport", ["streamable", "sse"])
-def test_a_retry_without_a_session_id_finds_the_conversation_its_key_started(serve: Serve, transport: str) -> None:
+@pytest.mark.parametrize(
+    ("serve_tools", "transport"),
+    [("functions", "streamable"), ("functions", "sse"), ("worker", "streamable")],
+    indirect=["serve_tools"],  # the worker serves no legacy SSE transport
+)
+def test_a_retry_without_a_session_id_finds_the_conversation_its_key_started(
+    serve_tools: ServeTools, transport: str
+) -> None:
     client = ScriptedChatClient()
-    running = serve(make_agent(client), enable_mcp_tool_trigger=True)
+    running = serve_tools(make_agent(client))
     arguments = {"query": "hello", "idempotencyKey": "first-call"}
 
     async def first_retry_and_fresh(session: ClientSession) -> list[CallToolResult]:
@@ -105,7 +112,9 @@ def test_the_same_key_with_another_query_is_refused_as_a_reused_key(serve_tools:
     assert len(client.calls) == 1
 
 
-def test_a_call_that_outwaits_its_turn_says_how_to_collect_it_and_collecting_does_not_rerun(serve: Serve) -> None:
+def test_a_call_that_outwaits_its_turn_says_how_to_collect_it_and_collecting_does_not_rerun(
+    serve_tools: ServeTools,
+) -> None:
     release = threading.Event()
 
     def slow(messages: list[Message], options: Any) -> Message:
@@ -113,13 +122,17 @@ def test_a_call_that_outwaits_its_turn_says_how_to_collect_it_and_collecting_doe
         return default_reply(messages, 1)
 
     client = ScriptedChatClient(slow)
-    running = serve(make_agent(client), settings=HostSettings(max_wait_seconds=0.5), enable_mcp_tool_trigger=True)
+    running = serve_tools(make_agent(client), settings=HostSettings(max_wait_seconds=0.5))
 
     pending = call_tool(running, "assistant", {"query": "take your time", "sessionId": "slow"})
     release.set()
-    running.wait_idle()
     key = pending.structured_content["idempotencyKey"]
-    collected = call_tool(running, "assistant", {"query": "take your time", "sessionId": "slow", "idempotencyKey": key})
+    retry = {"query": "take your time", "sessionId": "slow", "idempotencyKey": key}
+    collected = call_tool(running, "assistant", retry)
+    deadline = time.monotonic() + 30
+    # Each call waits up to 0.5 s for the released turn: a busy machine may need a few before it is there.
+    while collected.structured_content["status"] == "pending" and time.monotonic() < deadline:
+        collected = call_tool(running, "assistant", retry)
 
     assert pending.is_error is True
     assert pending.structured_content["status"] == "pending"
