@@ -21,6 +21,7 @@ from agent_framework import SupportsAgentRun
 from durabletask.client import TaskHubGrpcClient
 from durabletask.worker import TaskHubGrpcWorker
 
+from .._mcp.streamable_http import MCP_PATH
 from .._settings import describe_chat_client
 from ._asgi import AuthHook, asgi_app
 from ._worker import AgentWorker, worker_options
@@ -159,6 +160,7 @@ def run_worker(
     listener: socket.socket,
     *,
     auth: AuthHook | None,
+    mcp: bool = False,
     log_level: str = "info",
     ready: Callable[[list[str]], None] = lambda lines: None,
 ) -> None:
@@ -170,6 +172,7 @@ def run_worker(
         hub: The task hub.
         listener: A listening socket (`listen`).
         auth: The HTTP API's auth hook, or None for none.
+        mcp: Serve every agent as an MCP tool (`AgentWorker(enable_mcp_tool_trigger=...)`).
         log_level: uvicorn's log level.
         ready: Called with the banner's lines once the worker runs, before requests are served.
 
@@ -178,7 +181,7 @@ def run_worker(
         ConnectionError: the task hub cannot be reached.
     """
     worker = hub.worker()
-    hosted = AgentWorker(worker)
+    hosted = AgentWorker(worker, enable_mcp_tool_trigger=mcp)
     register(target, hosted)
     client = hub.client()
     try:
@@ -196,6 +199,9 @@ def run_worker(
             f"Agent '{name}': {describe_chat_client(getattr(a, 'client', None))}" for name, a in hosted.agents.items()
         ]
         lines += [f"Task hub: {hub.describe()}", f"Listening on http://{host}:{port}"]
+        if hosted.mcp_tools.tools:
+            names = ", ".join(tool.name for tool in hosted.mcp_tools.tools)
+            lines.append(f"MCP tools (Streamable HTTP) at http://{host}:{port}{MCP_PATH}: {names}")
         ready(lines)
         config = uvicorn.Config(
             app, log_level=log_level.lower(), lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS

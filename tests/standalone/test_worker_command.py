@@ -20,6 +20,7 @@ from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host.worker import API_KEY_SETTING
 
 ROOT = Path(__file__).resolve().parents[2]
+MCP_PATH = "/runtime/webhooks/mcp"
 BASE = "/api/agents/assistant/conversations"
 KEY = "cli-key"
 APP = """
@@ -83,6 +84,36 @@ def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(h
     assert exit_code == 0, output
     assert "Traceback" not in output
     assert "Stopping: the worker finishes the operations it holds." in output
+
+
+def test_with_mcp_the_command_serves_the_agents_tool_behind_the_key_and_names_it(hub: str, app_dir: Path) -> None:
+    port = free_port()
+    arguments = ["worker", "--app", "worker_app:agent", "--port", str(port), "--sidecar", hub, "--mcp"]
+    process = start_command(app_dir, arguments, environment(**{API_KEY_SETTING: KEY}))
+    base_url = f"http://127.0.0.1:{port}"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "assistant", "arguments": {"query": "My name is Ada.", "sessionId": "m1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    try:
+        answered = request_at(base_url, "POST", MCP_PATH, call, headers={**headers, "Authorization": f"Bearer {KEY}"})
+        refused = request_at(base_url, "POST", MCP_PATH, call, headers=headers)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        exit_code = process.wait(60)
+    assert process.stdout is not None
+    output = process.stdout.read()
+    process.stdout.close()
+
+    (event,) = parse_sse(answered.body)
+    assert event.data["result"]["structuredContent"]["sessionId"] == "m1"
+    assert event.data["result"]["content"][0]["text"].startswith("[offline model] Noted")
+    assert refused.status == 401 and refused.json()["error"]["code"] == "unauthenticated"
+    assert f"MCP tools (Streamable HTTP) at http://127.0.0.1:{port}/runtime/webhooks/mcp: assistant" in output
+    assert exit_code == 0, output
 
 
 def test_without_the_api_key_setting_the_command_says_how_to_set_it(app_dir: Path) -> None:
