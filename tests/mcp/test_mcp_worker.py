@@ -1,6 +1,7 @@
-"""The standalone worker's MCP tools behind its auth hook: a call without the API key is refused before anything is
-signalled, the official client with the key is served, and what the worker does not serve of MCP says so. What the
-worker serves alike with the function app runs on both hosts (`serve_tools` in the other tests here)."""
+"""What only the standalone worker's MCP tools have: its switch per worker and per agent, its auth hook (a call
+without the API key is refused before anything is signalled, the official client with the key is served), and the
+404 of what it does not serve of MCP. What the worker serves alike with the function app runs on both hosts
+(`serve_tools` in the other tests here)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from collections.abc import Iterator
 import pytest
 from apps import make_agent
 from chat_clients import ScriptedChatClient
+from durabletask.worker import TaskHubGrpcWorker
 from mcp import ClientSession
 from mcp_harness import MCP_PATH, post_raw, with_session
 from tool_results import CONVERSATIONS, texts
 from worker_hosting import RunningWorkerHost
 
-from agent_host.worker import ApiKeyAuth
+from agent_host import OfflineChatClient
+from agent_host.worker import AgentWorker, ApiKeyAuth, worker_options
 
 KEY = "mcp-s3cret"
 BEARER = {"Authorization": f"Bearer {KEY}"}
@@ -89,3 +92,22 @@ def test_the_legacy_sse_transport_is_404_naming_what_the_worker_serves(keyed: Ru
     assert error["code"] == "not_found"
     assert "their MCP tools at POST /runtime/webhooks/mcp (Streamable HTTP)" in error["message"]
     assert "MCP's legacy SSE transport are served by AgentFunctionApp only" in error["message"]
+
+
+def test_add_agent_decides_per_agent_over_the_workers_setting() -> None:
+    def hosted(**options: bool) -> AgentWorker:
+        worker = AgentWorker(TaskHubGrpcWorker(host_address="localhost:1", **worker_options()), **options)
+        worker.add_agent(make_agent(OfflineChatClient(), "default"))
+        worker.add_agent(make_agent(OfflineChatClient(), "opted_out"), enable_mcp_tool_trigger=False)
+        worker.add_agent(make_agent(OfflineChatClient(), "opted_in"), enable_mcp_tool_trigger=True)
+        return worker
+
+    on, off = hosted(enable_mcp_tool_trigger=True), hosted()
+
+    assert [tool.name for tool in on.mcp_tools.tools] == ["default", "opted_in"]
+    assert [tool.name for tool in off.mcp_tools.tools] == ["opted_in"]
+    assert {name: route.mcp_enabled for name, route in off.agent_routes.items()} == {
+        "default": False,
+        "opted_out": False,
+        "opted_in": True,
+    }
