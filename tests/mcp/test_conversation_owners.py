@@ -1,11 +1,10 @@
-"""Per-user conversations (`conversation_owners`), through the real HTTP triggers and MCP on the local host: another
-principal meets exactly the 404 of a conversation that does not exist on every route and changes nothing, a request
-naming nobody is 401, listing shows the caller's own, and the admin key reaches every conversation."""
+"""Per-user conversations (`conversation_owners`) on what only the function app serves, the inspector and MCP, against
+the local host: another principal meets exactly the 404 of a conversation that does not exist and changes nothing,
+the owner reaches its own, and a call naming nobody is 401. The HTTP API's routes run on both hosts in
+tests/security/test_conversation_owners_http.py."""
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,21 +13,12 @@ import pytest
 from apps import build_app, make_agent
 from hosting import RunningHost
 from mcp_harness import call_tool, texts
+from principals import ADMIN_KEY, ALICE, BOB, C1, admin, snapshot, started
 
 from agent_host import ConversationNotFoundError, OfflineChatClient
-from agent_host._http.openai_responses import ResponseRef
 
-ADMIN_KEY = "admin-Key-Of-The-Test-777"
-ALICE = {"X-MS-CLIENT-PRINCIPAL-ID": "alice-oid"}
-# Bob's principal arrives only as App Service's base64 JSON, so the claim lookup is exercised too.
-BOB = {
-    "X-MS-CLIENT-PRINCIPAL": base64.b64encode(
-        json.dumps({"auth_typ": "aad", "claims": [{"typ": "oid", "val": "bob-oid"}]}).encode()
-    ).decode()
-}
-ADMIN = {"x-functions-key": ADMIN_KEY}
-CONVERSATIONS = "/api/agents/assistant/conversations"
-C1 = f"{CONVERSATIONS}/c1"
+INSPECTED_C1 = "/api/inspector/agents/assistant/conversations/c1"
+TOOL_CALL = {"query": "What is my name?", "sessionId": "c1"}
 
 
 @pytest.fixture
@@ -44,186 +34,36 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningHos
     running.stop()
 
 
-def started(host: RunningHost) -> str:
-    """Alice's conversation c1 after one turn; the turn's id."""
-    reply = host.request("POST", f"{C1}/turns", {"message": "My name is Ada."}, headers=ALICE)
-    assert reply.status == 200, reply.body
-    return str(reply.json()["turnId"])
-
-
-def snapshot(host: RunningHost) -> tuple[Any, Any]:
-    conversation = host.request("GET", C1, headers=ADMIN).json()
-    messages = host.request("GET", f"{C1}/messages?includeExcluded=true", headers=ADMIN).json()
-    return conversation, messages
-
-
-def conversation_routes(turn_id: str) -> list[tuple[str, str, Any, dict[str, str]]]:
-    """Every HTTP route that reaches conversation c1: method, path, body, extra headers."""
-    agui = {"threadId": "c1", "runId": "r-other", "messages": [{"id": "x1", "role": "user", "content": "Hi"}]}
-    return [
-        ("POST", f"{C1}/turns", {"message": "What is my name?"}, {}),
-        ("POST", f"{C1}/turns", {"message": "What is my name?"}, {"Accept": "text/event-stream"}),
-        ("POST", f"{C1}/turns", {"message": "Keyed?"}, {"Idempotency-Key": "k-1"}),
-        ("GET", f"{C1}/turns/{turn_id}", None, {}),
-        ("GET", f"{C1}/turns/{turn_id}/stream", None, {}),
-        ("GET", C1, None, {}),
-        ("GET", f"{C1}/messages", None, {}),
-        ("PUT", f"{C1}/retention", {"mode": "auto", "maxStateBytes": 300000}, {}),
-        ("DELETE", C1, None, {}),
-        ("POST", "/api/agents/assistant/run", {"message": "What is my name?", "session_id": "c1"}, {}),
-        ("POST", "/api/agents/assistant/agui", agui, {}),
-        ("GET", "/api/inspector/agents/assistant/conversations/c1", None, {}),
-    ]
-
-
-def test_another_principal_meets_the_404_of_a_missing_conversation_everywhere_and_changes_nothing(
+def test_another_principal_meets_the_404_of_a_missing_conversation_in_the_inspector_and_mcp(
     host: RunningHost,
 ) -> None:
-    turn_id = started(host)
+    started(host)
     before = snapshot(host)
-    missing = host.request("GET", f"{CONVERSATIONS}/never-started", headers=BOB)
 
-    replies = [
-        (method, path, host.request(method, path, body, headers={**BOB, **extra}))
-        for method, path, body, extra in conversation_routes(turn_id)
-    ]
-    tool = call_tool(host, "assistant", {"query": "What is my name?", "sessionId": "c1"}, headers=BOB)
+    inspected = host.request("GET", INSPECTED_C1, headers=BOB)
+    tool = call_tool(host, "assistant", TOOL_CALL, headers=BOB)
     host.wait_idle()
 
-    assert missing.status == 404
-    assert missing.json() == ConversationNotFoundError("assistant", "never-started").body()
-    for method, path, reply in replies:
-        assert (method, path, reply.status) == (method, path, 404), reply.body
-        assert reply.json() == ConversationNotFoundError("assistant", "c1").body(), (method, path)
+    assert inspected.status == 404
+    assert inspected.json() == ConversationNotFoundError("assistant", "c1").body()
     assert tool.is_error
     assert tool.structured_content["error"]["code"] == "conversation_not_found"
     assert snapshot(host) == before
-    listed = host.request("GET", CONVERSATIONS, headers=BOB).json()["conversations"]
-    assert listed == []
 
 
-def test_the_owner_reaches_its_conversation_on_every_route(host: RunningHost) -> None:
-    turn_id = started(host)
+def test_the_owner_reaches_its_conversation_in_the_inspector_and_mcp(host: RunningHost) -> None:
+    started(host)
 
-    replies = [
-        (method, path, host.request(method, path, body, headers={**ALICE, **extra}))
-        for method, path, body, extra in conversation_routes(turn_id)
-        if method != "DELETE"
-    ]
-    tool = call_tool(host, "assistant", {"query": "What is my name?", "sessionId": "c1"}, headers=ALICE)
-    listed = host.request("GET", CONVERSATIONS, headers=ALICE).json()["conversations"]
-    deleted = host.request("DELETE", C1, headers=ALICE)
+    inspected = host.request("GET", INSPECTED_C1, headers=ALICE)
+    tool = call_tool(host, "assistant", TOOL_CALL, headers=ALICE)
 
-    for method, path, reply in replies:
-        assert reply.status in (200, 202), (method, path, reply.status, reply.body)
+    assert inspected.status == 200, inspected.body
     assert not tool.is_error and "Ada" in texts(tool)[0]
-    assert [item["conversationId"] for item in listed] == ["c1"]
-    assert deleted.status == 204
-
-
-def test_listing_shows_each_principal_its_own_and_the_admin_key_every_one(host: RunningHost) -> None:
-    started(host)
-    assert host.request("POST", f"{CONVERSATIONS}/b1/turns", {"message": "Hi"}, headers=BOB).status == 200
-
-    def listed(headers: dict[str, str]) -> list[str]:
-        reply = host.request("GET", CONVERSATIONS, headers=headers)
-        assert reply.status == 200, reply.body
-        return sorted(item["conversationId"] for item in reply.json()["conversations"])
-
-    assert listed(ALICE) == ["c1"]
-    assert listed(BOB) == ["b1"]
-    assert listed(ADMIN) == ["b1", "c1"]
-
-
-def test_the_admin_key_reads_and_changes_any_conversation(host: RunningHost) -> None:
-    started(host)
-
-    read = host.request("GET", f"{C1}/messages", headers=ADMIN)
-    turn = host.request("POST", f"{C1}/turns", {"message": "What is my name?"}, headers=ADMIN)
-    owner_after = host.request("GET", C1, headers=ALICE)
-
-    assert read.status == 200 and read.json()["messages"][0]["text"] == "My name is Ada."
-    assert turn.status == 200 and turn.json()["text"] == "[offline model] Your name is Ada."
-    assert owner_after.status == 200 and owner_after.json()["turnCount"] == 2  # still Alice's
 
 
 @pytest.mark.parametrize("headers", [{}, {"x-functions-key": "not-the-admin-key"}], ids=["nothing", "function-key"])
-def test_a_request_naming_no_principal_is_401(host: RunningHost, headers: dict[str, str]) -> None:
-    turn = host.request("POST", f"{C1}/turns", {"message": "Hi"}, headers=headers)
-    listing = host.request("GET", CONVERSATIONS, headers=headers)
+def test_an_mcp_call_naming_no_principal_is_401(host: RunningHost, headers: dict[str, str]) -> None:
     tool = call_tool(host, "assistant", {"query": "Hi", "sessionId": "c1"}, headers=headers)
 
-    for reply in (turn, listing):
-        assert reply.status == 401
-        assert reply.json()["error"]["code"] == "unauthenticated"
     assert tool.is_error and tool.structured_content["error"]["code"] == "unauthenticated"
-    assert host.request("GET", C1, headers=ADMIN).status == 404  # nothing was created
-
-
-def test_a_conversation_stored_before_owners_were_on_is_reached_only_with_the_admin_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("AGENT_HOST_ADMIN_KEY", ADMIN_KEY)
-    open_host = RunningHost(lambda: build_app(make_agent(OfflineChatClient())), tmp_path)
-    try:
-        assert open_host.request("POST", f"{C1}/turns", {"message": "Hi"}).status == 200
-    finally:
-        open_host.stop()
-    owned_host = RunningHost(
-        lambda: build_app(make_agent(OfflineChatClient()), conversation_owners=lambda headers: headers.get("x-user")),
-        tmp_path,
-    )
-    try:
-        hooked = owned_host.request("GET", C1, headers={"x-user": "carol"})
-        admin = owned_host.request("GET", C1, headers=ADMIN)
-    finally:
-        owned_host.stop()
-
-    assert hooked.status == 404 and hooked.json() == ConversationNotFoundError("assistant", "c1").body()
-    assert admin.status == 200 and admin.json()["turnCount"] == 1
-
-
-def test_a_retention_change_creates_a_conversation_its_principal_owns(host: RunningHost) -> None:
-    retention = {"mode": "auto", "maxStateBytes": 300000}
-    created = host.request("PUT", f"{CONVERSATIONS}/r1/retention", retention, headers=BOB)
-
-    assert created.status == 200, created.body
-    assert host.request("GET", f"{CONVERSATIONS}/r1", headers=BOB).status == 200
-    other = host.request("GET", f"{CONVERSATIONS}/r1", headers=ALICE)
-    assert other.status == 404 and other.json() == ConversationNotFoundError("assistant", "r1").body()
-
-
-def test_a_deleted_conversation_reads_as_never_existing_to_another_principal(host: RunningHost) -> None:
-    started(host)
-    assert host.request("DELETE", C1, headers=ALICE).status == 204
-
-    owner = host.request("GET", C1, headers=ALICE)
-    other = host.request("GET", C1, headers=BOB)
-    taken = host.request("POST", f"{C1}/turns", {"message": "Mine now?"}, headers=BOB)
-
-    assert owner.json() == ConversationNotFoundError("assistant", "c1", deleted=True).body()
-    assert other.json() == ConversationNotFoundError("assistant", "c1").body()
-    assert taken.status == 404  # the id stays its owner's
-
-
-def test_another_principal_cannot_reach_a_conversation_through_the_openai_responses_api(host: RunningHost) -> None:
-    turn_id = started(host)
-    before = snapshot(host)
-    alices = ResponseRef("assistant", "c1", turn_id).response_id
-    responses = "/api/openai/v1/responses"
-
-    continued = host.request(
-        "POST", responses, {"model": "assistant", "input": "Name?", "conversation": "c1"}, headers=BOB
-    )
-    chained = host.request(
-        "POST", responses, {"model": "assistant", "input": "Name?", "previous_response_id": alices}, headers=BOB
-    )
-    retrieved = host.request("GET", f"{responses}/{alices}", headers=BOB)
-    own = host.request("GET", f"{responses}/{alices}", headers=ALICE)
-    host.wait_idle()
-
-    assert [reply.status for reply in (continued, chained, retrieved)] == [404, 404, 404]
-    assert continued.json()["error"]["code"] == "conversation_not_found"
-    assert retrieved.json()["error"]["code"] == "conversation_not_found"
-    assert own.status == 200 and own.json()["status"] == "completed"
-    assert snapshot(host) == before
+    assert host.request("GET", C1, headers=admin(host)).status == 404  # nothing was created
