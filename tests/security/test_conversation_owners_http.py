@@ -181,12 +181,16 @@ def test_another_principal_cannot_reach_a_conversation_through_the_openai_respon
     chained = host.request(
         "POST", responses, {"model": "assistant", "input": "Name?", "previous_response_id": alices}, headers=BOB
     )
+    streamed = host.request(
+        "POST", responses, {"model": "assistant", "input": "Name?", "conversation": "c1", "stream": True}, headers=BOB
+    )
     retrieved = host.request("GET", f"{responses}/{alices}", headers=BOB)
     own = host.request("GET", f"{responses}/{alices}", headers=ALICE)
     host.wait_idle()
 
-    assert [reply.status for reply in (continued, chained, retrieved)] == [404, 404, 404]
+    assert [reply.status for reply in (continued, chained, streamed, retrieved)] == [404, 404, 404, 404]
     assert continued.json()["error"]["code"] == "conversation_not_found"
+    assert streamed.json() == continued.json()  # refused before any event is sent
     assert retrieved.json()["error"]["code"] == "conversation_not_found"
     assert own.status == 200 and own.json()["status"] == "completed"
     assert snapshot(host) == before
