@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from azure.durable_functions.models.utils import http_utils
@@ -35,6 +35,14 @@ class Reply:
 
     def json(self) -> Any:
         return json.loads(self.body)
+
+
+class SendsRequests(Protocol):
+    """A host the tests send HTTP requests to (`RunningHost`, `front_doors.MemoryFunctionApp`)."""
+
+    def request(self, method: str, path: str, body: Any = None, *, headers: dict[str, str] | None = None) -> Reply:
+        """One request; the reply."""
+        ...
 
 
 class RunningHost:

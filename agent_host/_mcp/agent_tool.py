@@ -16,11 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import azure.durable_functions as df
-
 from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id
-from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.client import ConversationClient
 from .._conversation_client.owners import for_caller
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
@@ -141,14 +139,14 @@ def _derived_session_id(agent_name: str, mcp_session: str | None, key: str) -> s
 
 async def run_agent_tool(
     context: str,
-    client: df.DurableOrchestrationClient,
+    conversations: ConversationClient,
     agent: AgentRoute,
     settings: HostSettings,
     clock: Clock,
     wait_seconds: float,
 ) -> str:
-    """Serve one call of an agent's tool, waiting up to `wait_seconds` for the answer, and return the tool result
-    (see `results.py`).
+    """Serve one call of an agent's tool on the agent's `conversations`, waiting up to `wait_seconds` for the answer,
+    and return the tool result (see `results.py`).
 
     Every failure, the call's own or its turn's, is a tool error result with a code and a message; nothing raises
     to the extension, which would hide both behind a generic message.
@@ -158,7 +156,7 @@ async def run_agent_tool(
         call = parse_agent_tool_call(context, agent.name, settings.max_message_bytes)
         validate_conversation_id(call.session_id, agent)  # the backend's limit on the agent's entity ids
         session_id = call.session_id
-        return await _run_turn(call, client, agent, clock, wait_seconds)
+        return await _run_turn(call, conversations, agent, clock, wait_seconds)
     except AgentHostError as error:
         return error_result(error.to_record(), session_id=session_id)
     except Exception:
@@ -167,7 +165,7 @@ async def run_agent_tool(
 
 
 async def _run_turn(
-    call: AgentToolCall, client: df.DurableOrchestrationClient, agent: AgentRoute, clock: Clock, waited: float
+    call: AgentToolCall, conversations: ConversationClient, agent: AgentRoute, clock: Clock, waited: float
 ) -> str:
     """Take the turn (unless the key already has one) and answer from its outcome.
 
@@ -183,8 +181,7 @@ async def _run_turn(
         caller_key=call.caller_key,
         wait_seconds=waited,
     )
-    conversations = for_caller(DurableConversationClient(client, agent), agent.owners, call.headers)
-    match await take_turn(conversations, ask, clock):
+    match await take_turn(for_caller(conversations, agent.owners, call.headers), ask, clock):
         case Answered(turn):
             return answer_result(
                 agent.name, call.session_id, turn.turn_id, turn.text, render_approvals(turn.approval_requests)

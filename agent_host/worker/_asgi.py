@@ -135,8 +135,16 @@ def asgi_app(
     # Keys in URLs end up in logs, and this host never took one there: the admin key comes in its header only.
     owners = owners_of(conversation_owners, admin_key_header=ADMIN_KEY_HEADER, admin_key_param=None)
     agents = {name: replace(route, http_enabled=True, owners=owners) for name, route in worker.agent_routes.items()}
+    clients = TaskHubConversations(client)
     streams = worker.stream_store if stream_store is None else lambda: stream_store
-    conversations = Routes(agents, worker.settings, worker.clock, streams)
+    # The routes' binding argument is unused here: the worker's conversations all go through its one client.
+    conversations = Routes(
+        agents,
+        worker.settings,
+        worker.clock,
+        streams,
+        conversations=lambda _binding, agent: clients.for_agent(agent),
+    )
     health = HealthRoute(agents, list)
     table = [
         HttpRoute("api_health", "health", {"GET": health.health}, client=False, auth_level=func.AuthLevel.ANONYMOUS),
@@ -144,7 +152,6 @@ def asgi_app(
         conversation_list_route(ConversationListRoute(agents)),
         *openai_routes(OpenAIResponsesRoutes(agents, worker.settings, worker.clock, conversations)),
     ]
-    clients = TaskHubConversations(client)
     routes = [
         Route(f"{ROUTE_PREFIX}/{route.path}", _endpoint(route, clients, hook), methods=_ALL_METHODS) for route in table
     ]

@@ -1,7 +1,8 @@
-"""Per-user conversations (`conversation_owners`) on what only the function app serves, the inspector and MCP, against
-the local host: another principal meets exactly the 404 of a conversation that does not exist and changes nothing,
-the owner reaches its own, and a call naming nobody is 401. The HTTP API's routes run on both hosts in
-tests/security/test_conversation_owners_http.py."""
+"""Per-user conversations (`conversation_owners`) on what only the function app serves, the inspector and MCP, through
+the real triggers on the local host: another principal meets exactly the 404 of a conversation that does not exist
+and changes nothing, and the owner reaches its own. The HTTP API's routes run on both hosts
+(tests/security/test_conversation_owners_http.py); an MCP call naming nobody runs on the in-memory app
+(tests/front_ends/test_owner_checks.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from typing import Any
 import pytest
 from apps import build_app, make_agent
 from hosting import RunningHost
-from mcp_harness import call_tool, texts
-from principals import ADMIN_KEY, ALICE, BOB, C1, admin, snapshot, started
+from mcp_harness import call_tool
+from principals import ADMIN_KEY, ALICE, BOB, snapshot, started
+from tool_results import texts
 
 from agent_host import ConversationNotFoundError, OfflineChatClient
 
@@ -59,11 +61,3 @@ def test_the_owner_reaches_its_conversation_in_the_inspector_and_mcp(host: Runni
 
     assert inspected.status == 200, inspected.body
     assert not tool.is_error and "Ada" in texts(tool)[0]
-
-
-@pytest.mark.parametrize("headers", [{}, {"x-functions-key": "not-the-admin-key"}], ids=["nothing", "function-key"])
-def test_an_mcp_call_naming_no_principal_is_401(host: RunningHost, headers: dict[str, str]) -> None:
-    tool = call_tool(host, "assistant", {"query": "Hi", "sessionId": "c1"}, headers=headers)
-
-    assert tool.is_error and tool.structured_content["error"]["code"] == "unauthenticated"
-    assert host.request("GET", C1, headers=admin(host)).status == 404  # nothing was created

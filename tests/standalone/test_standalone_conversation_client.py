@@ -23,7 +23,7 @@ from agent_host._contract import AgentRoute
 from agent_host.worker import AgentClient
 from agent_host.worker._conversation_client import DurableTaskConversationClient, TaskHubConversations
 
-from .conftest import agent_client, running_worker
+from .workers import agent_client, running_worker
 
 ROUTE = AgentRoute(name="assistant", entity_name="conversation_assistant", history="")
 

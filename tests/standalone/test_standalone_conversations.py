@@ -25,7 +25,7 @@ from agent_host import (
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
 from agent_host.worker import AgentWorker, worker_options
 
-from .conftest import agent_client, running_worker
+from .workers import agent_client, running_worker
 
 
 def sent_texts(client: ScriptedChatClient, call: int) -> list[str]:

@@ -15,6 +15,7 @@ from clocks import EPOCH_MS, ManualClock
 from durabletask.client import TaskHubGrpcClient
 from durabletask.entities import EntityInstanceId
 from durabletask.worker import TaskHubGrpcWorker
+from hosting import free_port
 
 from agent_host import ConversationNotFoundError, HostSettings
 from agent_host._contract import AgentRoute
@@ -24,7 +25,6 @@ from agent_host.worker._conversation_client import DurableTaskConversationClient
 from agent_host.worker._expiry import MIN_RECHECK_MS
 
 from .clocked_backend import ClockedBackend, DelayedSignal
-from .conftest import _free_port
 
 TTL_SECONDS = 3600.0
 TTL_MS = int(TTL_SECONDS * 1000)
@@ -34,7 +34,7 @@ ROUTE = AgentRoute(name="assistant", entity_name="conversation_assistant", histo
 
 @pytest.fixture(scope="module")
 def clocked() -> Iterator[tuple[ClockedBackend, str]]:
-    port = _free_port()
+    port = free_port()
     backend = ClockedBackend(ManualClock(), port)
     backend.start()
     yield backend, f"localhost:{port}"

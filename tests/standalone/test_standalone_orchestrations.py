@@ -16,7 +16,7 @@ from orchestration_scenarios import CHAIN_ANSWERS, fan_out_answers, heard_script
 
 from agent_host.worker import AgentClient, AgentWorker
 
-from .conftest import agent_client, running_worker
+from .workers import agent_client, running_worker
 
 RunOrchestration = Callable[[str, Any], Any]
 

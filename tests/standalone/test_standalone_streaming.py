@@ -24,7 +24,7 @@ from agent_host._streaming.channel import stream_key
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host.worker import AgentClient
 
-from .conftest import agent_client, running_worker
+from .workers import agent_client, running_worker
 
 PIECES = ("Hello", " there,", " world.")
 ANSWER = "".join(PIECES)
