@@ -71,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="serve every agent as an MCP tool too, at /runtime/webhooks/mcp (Streamable HTTP)",
     )
+    worker.add_argument(
+        "--conversation-owners",
+        action="store_true",
+        help="give each conversation an owner, the principal Container Apps or App Service authentication passes "
+        "(X-MS-CLIENT-PRINCIPAL-ID); AGENT_HOST_ADMIN_KEY in X-Agent-Host-Admin-Key reaches every conversation",
+    )
     worker.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.command == "worker":
@@ -145,7 +151,16 @@ def run_worker_command(args: argparse.Namespace) -> int:
         fail(listen_problem(exc), command)
     hub = TaskHub(sidecar=args.sidecar, scheduler=args.scheduler, taskhub=args.taskhub)
     try:
-        run_worker(target, hub, listener, auth=auth, mcp=args.mcp, log_level=args.log_level, ready=print_banner)
+        run_worker(
+            target,
+            hub,
+            listener,
+            auth=auth,
+            conversation_owners=args.conversation_owners,
+            mcp=args.mcp,
+            log_level=args.log_level,
+            ready=print_banner,
+        )
     except (ValueError, ConnectionError) as exc:
         fail(str(exc), command)
     return 0

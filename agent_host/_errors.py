@@ -173,8 +173,8 @@ class UnauthenticatedError(AgentHostError):
         super().__init__(
             message
             or "This app's conversations belong to their users, and the request names none. Sign in (App Service "
-            "authentication passes X-MS-CLIENT-PRINCIPAL-ID), or send the identity the app's conversation_owners "
-            "hook reads."
+            "and Container Apps authentication pass X-MS-CLIENT-PRINCIPAL-ID), or send the identity the app's "
+            "conversation_owners hook reads."
         )
 
 

@@ -43,6 +43,7 @@ from agent_host._http.event_stream import content_type
 from agent_host._local_host.direct_invoker import DirectInvoker
 from agent_host._local_host.mcp_tools import discover_mcp_tools
 from agent_host._mcp.protocol import Caller, McpServer
+from agent_host._owners import FUNCTION_KEY_HEADER
 from agent_host.worker._conversation_client import NoExpiryWatch
 
 BASE_URL = "http://memory.test"
@@ -129,6 +130,10 @@ class MemoryConversationClient(ReadBackWaits):
         """None: no published conversations are kept in memory."""
         return None
 
+    async def may_hold_queued_turns(self, conversation_id: str) -> bool:
+        """False: an operation has run when its signal returns, so nothing is ever on its way."""
+        return False
+
     def watch_expiry(self, conversation_id: str, clock: Clock) -> NoExpiryWatch:
         """A watch that does nothing: idle expiry needs the durable engine."""
         return NoExpiryWatch()
@@ -140,6 +145,9 @@ class MemoryFunctionApp(AgentFunctionApp):
 
     Takes `AgentFunctionApp`'s arguments.
     """
+
+    # Where a request presents the admin key (`AGENT_HOST_ADMIN_KEY`) when conversations have owners: the function key.
+    admin_key_header = FUNCTION_KEY_HEADER
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from azure.durable_functions.models.utils import http_utils
 
 from agent_host._local_host import DEFAULT_MAX_BATCH_SIZE, LocalHost
+from agent_host._owners import FUNCTION_KEY_HEADER
 
 T = TypeVar("T")
 
@@ -46,6 +47,9 @@ class SendsRequests(Protocol):
 
 class RunningHost:
     """Runs `LocalHost` for an app built by `app_factory`; `restart()` builds a fresh app on the same state dir."""
+
+    # Where a request presents the admin key (`AGENT_HOST_ADMIN_KEY`) when conversations have owners: the function key.
+    admin_key_header = FUNCTION_KEY_HEADER
 
     def __init__(
         self,

@@ -9,24 +9,58 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 from agent_framework import Agent, SupportsAgentRun
 from durabletask.client import TaskHubGrpcClient
 from durabletask.entities import EntityInstanceId
-from durabletask.testing import create_test_backend
+from durabletask.testing import InMemoryOrchestrationBackend, create_test_backend
 from durabletask.worker import TaskHubGrpcWorker
 from hosting import Reply, RunningHost, free_port, request_at
 
 from agent_host import HostSettings, TurnStreamStore
 from agent_host._clock import Clock
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
-from agent_host.worker import AgentClient, AgentWorker, AuthHook, asgi_app, worker_options
+from agent_host._owners import OwnerHook
+from agent_host.worker import ADMIN_KEY_HEADER, AgentClient, AgentWorker, AuthHook, asgi_app, worker_options
 from bench.retention_budget import ENTITY, CommitTurn
 
 STARTUP_SECONDS = 30.0
 TURN_SECONDS = 60.0
+IDLE_SECONDS = 30.0
+_IDLE_POLL_SECONDS = 0.005
+
+
+@dataclass(frozen=True)
+class TaskHub:
+    """durabletask's in-memory backend (a gRPC sidecar in this process) and the address it listens on."""
+
+    backend: InMemoryOrchestrationBackend
+    address: str
+
+    @classmethod
+    def start(cls) -> TaskHub:
+        port = free_port()
+        return cls(create_test_backend(port=port), f"localhost:{port}")
+
+
+def wait_backend_idle(backend: InMemoryOrchestrationBackend, timeout: float = IDLE_SECONDS) -> None:
+    """Wait until no entity of the in-memory backend has an operation queued or running.
+
+    Raises:
+        TimeoutError: still busy after `timeout` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # The backend has no public call that says it is idle: its own lock guards what it has queued and running.
+        with backend._lock:
+            busy = backend._entity_in_flight or any(e.pending_operations for e in backend._entities.values())
+        if not busy:
+            return
+        time.sleep(_IDLE_POLL_SECONDS)
+    raise TimeoutError(f"entities still busy after {timeout:g} s")
 
 
 class RunningWorkerHost:
@@ -38,8 +72,13 @@ class RunningWorkerHost:
         settings: The worker's settings (`HostSettings()`, the defaults, when omitted).
         auth: The ASGI app's `auth` (None: every request is served).
         stream_store: The worker's turn stream store (the ASGI app reads the worker's).
+        conversation_owners: The ASGI app's `conversation_owners`.
+        task_hub: The backend to run on, which stays up when this host stops; None starts one of its own.
         enable_mcp_tool_trigger: Serve the agents as MCP tools too (`AgentWorker(enable_mcp_tool_trigger=...)`).
     """
+
+    # Where a request presents the admin key (`AGENT_HOST_ADMIN_KEY`) when conversations have owners.
+    admin_key_header = ADMIN_KEY_HEADER
 
     def __init__(
         self,
@@ -48,6 +87,8 @@ class RunningWorkerHost:
         settings: HostSettings | None = None,
         auth: AuthHook | None = None,
         stream_store: TurnStreamStore | None = None,
+        conversation_owners: bool | OwnerHook = False,
+        task_hub: TaskHub | None = None,
         enable_mcp_tool_trigger: bool = False,
     ) -> None:
         self.agents_factory = agents_factory
@@ -55,9 +96,11 @@ class RunningWorkerHost:
         self.settings = settings or HostSettings()
         self.auth = auth
         self.stream_store = stream_store
-        port = free_port()
-        self.backend = create_test_backend(port=port)
-        self.address = f"localhost:{port}"
+        self.conversation_owners = conversation_owners
+        self._owns_task_hub = task_hub is None
+        hub = task_hub or TaskHub.start()
+        self.backend = hub.backend
+        self.address = hub.address
         self.base_url = ""
         self._worker: TaskHubGrpcWorker | None = None
         self._client: TaskHubGrpcClient | None = None
@@ -77,7 +120,7 @@ class RunningWorkerHost:
         )
         self._worker.start()
         self._client = TaskHubGrpcClient(host_address=self.address)
-        app = asgi_app(self._client, hosted, auth=self.auth)
+        app = asgi_app(self._client, hosted, auth=self.auth, conversation_owners=self.conversation_owners)
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         self.base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
@@ -92,13 +135,18 @@ class RunningWorkerHost:
             time.sleep(0.01)
 
     def stop(self) -> None:
-        """Stop the server and the worker, then the backend."""
+        """Stop the server and the worker, then the backend unless it was given."""
         self._stop_process()
-        self.backend.stop()
+        if self._owns_task_hub:
+            self.backend.stop()
 
     def restart(self) -> None:
         self._stop_process()
         self.start()
+
+    def wait_idle(self, timeout: float = IDLE_SECONDS) -> None:
+        """Wait until the backend has no entity operation queued or running."""
+        wait_backend_idle(self.backend, timeout)
 
     def _stop_process(self) -> None:
         if self._server is not None and self._thread is not None:
@@ -124,12 +172,11 @@ def worker_turns(agent: Agent, settings: HostSettings, clock: Clock) -> Iterator
     """`bench.retention_budget`'s turns on a worker (a `TurnHost`): each signalled to the conversation entity on an
     in-memory backend of its own, waited for as `AgentClient.turn` waits, and the stored text read back."""
     CONVERSATION_CACHE.clear()  # the entity function's replays share this process's cache
-    port = free_port()
-    backend = create_test_backend(port=port)
-    worker = TaskHubGrpcWorker(host_address=f"localhost:{port}", **worker_options())
+    hub = TaskHub.start()
+    worker = TaskHubGrpcWorker(host_address=hub.address, **worker_options())
     AgentWorker(worker, [agent], settings=settings, clock=clock)
     worker.start()
-    client = TaskHubGrpcClient(host_address=f"localhost:{port}")
+    client = TaskHubGrpcClient(host_address=hub.address)
     entity = EntityInstanceId(ENTITY, "budget")
     conversation = AgentClient(client, settings=settings).conversation(str(agent.name), entity.key)
 
@@ -145,5 +192,5 @@ def worker_turns(agent: Agent, settings: HostSettings, clock: Clock) -> Iterator
     finally:
         client.close()
         worker.stop()
-        backend.stop()
+        hub.backend.stop()
         CONVERSATION_CACHE.clear()

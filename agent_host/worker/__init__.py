@@ -5,13 +5,14 @@ Needs `durabletask` (and `durabletask-azuremanaged` for the Durable Task Schedul
 import this package, so a Functions app never loads them.
 """
 
-from ._asgi import API_KEY_SETTING, ApiKeyAuth, AuthHook, asgi_app
+from ._asgi import ADMIN_KEY_HEADER, API_KEY_SETTING, ApiKeyAuth, AuthHook, asgi_app
 from ._client import AgentClient, ClientAgent, Conversation
 from ._orchestration_agent import AgentReplyTask, WorkerOrchestrationAgent
 from ._state_converter import AgentStateConverter, StateText
 from ._worker import DEFAULT_TURN_THREADS, AgentWorker, worker_options
 
 __all__ = [
+    "ADMIN_KEY_HEADER",
     "API_KEY_SETTING",
     "DEFAULT_TURN_THREADS",
     "AgentClient",

@@ -4,8 +4,8 @@ handlers, over a durabletask client; and their MCP tools at the Functions MCP ex
 Each request becomes the `azure.functions.HttpRequest` the handlers read, as an HTTP stream function's does
 (`_http/fastapi_functions.py`), and their answer goes back as a Starlette response (an event stream sent event by
 event). MCP requests go to the Streamable HTTP transport the local host serves too (`_mcp/streamable_http.py`).
-There is no function key: an auth hook decides, before any handler runs. Knows ASGI, the route table and the auth
-hook, not what any route does.
+There is no function key: an auth hook decides, before any handler runs; with `conversation_owners`, the admin key
+has a header of its own. Knows ASGI, the route table and the auth hook, not what any route does.
 """
 
 from __future__ import annotations
@@ -35,12 +35,17 @@ from .._http.route_table import HttpRoute
 from .._http.routes import HealthRoute, Routes
 from .._mcp.protocol import McpServer
 from .._mcp.streamable_http import MCP_PATH, streamable_reply
+from .._owners import OwnerHook, owners_of
 from .._streaming.channel import TurnStreamStore
 from ._conversation_client import TaskHubConversations
 from ._mcp import agent_tool_server
 from ._worker import AgentWorker
 
 API_KEY_SETTING = "AGENT_HOST_API_KEY"
+# With conversation owners on, a request presenting the `AGENT_HOST_ADMIN_KEY` key in this header reaches every
+# conversation. A header of its own, not `Authorization`: that carries the API key (or what the app's auth hook
+# checks), so an admin request passes the auth hook like any other and then names itself the admin.
+ADMIN_KEY_HEADER = "x-agent-host-admin-key"
 ROUTE_PREFIX = "/api"
 # Every route takes every method, so the route table answers a wrong one (405 with Allow), as on Functions.
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -105,6 +110,7 @@ def asgi_app(
     *,
     auth: AuthHook | Literal["api_key"] | None = "api_key",
     stream_store: TurnStreamStore | None = None,
+    conversation_owners: bool | OwnerHook = False,
 ) -> Starlette:
     """An ASGI app serving the worker's agents on the function app's routes, paths and bodies (docs/http.md).
 
@@ -118,14 +124,22 @@ def asgi_app(
             `/api/health` is always open, as on Functions.
         stream_store: Where turn streams are read from; None reads the worker's (`AgentWorker.stream_store`).
             Without a store anywhere, a turn's stream is replayed from its record once it has finished.
+        conversation_owners: Give each conversation an owner, and let a caller reach only its own (another's is 404,
+            a request naming nobody 401), as `AgentFunctionApp(conversation_owners=...)`: True takes the principal
+            App Service or Container Apps authentication passes (`X-MS-CLIENT-PRINCIPAL-ID`), a callable names it
+            from the request's headers (lower-case names; None for nobody). A request with the `AGENT_HOST_ADMIN_KEY`
+            key in `X-Agent-Host-Admin-Key` reaches every conversation (docs/security.md).
 
     Raises:
-        ValueError: `auth` is "api_key" and `AGENT_HOST_API_KEY` is not set.
+        ValueError: `auth` is "api_key" and `AGENT_HOST_API_KEY` is not set; `conversation_owners` is neither a bool
+            nor a callable.
     """
     hook = api_key_auth() if auth == "api_key" else auth
     if isinstance(hook, str):
         raise ValueError(f"auth must be 'api_key', a hook from request headers to a bool, or None, not {auth!r}.")
-    agents = {name: replace(route, http_enabled=True) for name, route in worker.agent_routes.items()}
+    # Keys in URLs end up in logs, and this host never took one there: the admin key comes in its header only.
+    owners = owners_of(conversation_owners, admin_key_header=ADMIN_KEY_HEADER, admin_key_param=None)
+    agents = {name: replace(route, http_enabled=True, owners=owners) for name, route in worker.agent_routes.items()}
     clients = TaskHubConversations(client)
     streams = worker.stream_store if stream_store is None else lambda: stream_store
     # The routes' binding argument is unused here: the worker's conversations all go through its one client.

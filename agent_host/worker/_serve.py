@@ -160,6 +160,7 @@ def run_worker(
     listener: socket.socket,
     *,
     auth: AuthHook | None,
+    conversation_owners: bool = False,
     mcp: bool = False,
     log_level: str = "info",
     ready: Callable[[list[str]], None] = lambda lines: None,
@@ -172,6 +173,8 @@ def run_worker(
         hub: The task hub.
         listener: A listening socket (`listen`).
         auth: The HTTP API's auth hook, or None for none.
+        conversation_owners: Whether each conversation belongs to the principal the platform's authentication passes
+            (`asgi_app(conversation_owners=True)`).
         mcp: Serve every agent as an MCP tool (`AgentWorker(enable_mcp_tool_trigger=...)`).
         log_level: uvicorn's log level.
         ready: Called with the banner's lines once the worker runs, before requests are served.
@@ -190,7 +193,7 @@ def run_worker(
         client.close()
         listener.close()
         raise
-    app = asgi_app(client, hosted, auth=auth)
+    app = asgi_app(client, hosted, auth=auth, conversation_owners=conversation_owners)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # uvicorn re-raises the signal it stopped on
     try:
         worker.start()

@@ -3,15 +3,12 @@ moves the clock past its time, instead of a thread sleeping on the machine's clo
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import datetime
 
 from clocks import ManualClock
 from durabletask.testing import InMemoryOrchestrationBackend
-
-IDLE_TIMEOUT_SECONDS = 30.0
-_POLL_SECONDS = 0.005
+from worker_hosting import wait_backend_idle
 
 
 @dataclass(frozen=True)
@@ -76,13 +73,6 @@ class ClockedBackend(InMemoryOrchestrationBackend):
         """Wait until no entity has an operation queued or running.
 
         Raises:
-            TimeoutError: still busy after `IDLE_TIMEOUT_SECONDS`.
+            TimeoutError: still busy after `IDLE_SECONDS`.
         """
-        deadline = time.monotonic() + IDLE_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            with self._lock:
-                busy = self._entity_in_flight or any(e.pending_operations for e in self._entities.values())
-            if not busy:
-                return
-            time.sleep(_POLL_SECONDS)
-        raise TimeoutError(f"entities still busy after {IDLE_TIMEOUT_SECONDS:g} s")
+        wait_backend_idle(self)

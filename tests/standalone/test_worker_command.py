@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 from hosting import command_environment, free_port, only_stderr_line, request_at, run_command, start_command
+from principals import ADMIN_KEY, ALICE, BOB
 from streams import parse_sse
 
+from agent_host import ConversationNotFoundError, UnauthenticatedError
 from agent_host._streaming.channel import stream_key
 from agent_host._streaming.selection import STREAM_STORE_SETTING
 from agent_host._streaming.sqlite_store import SqliteStreamStore
-from agent_host.worker import API_KEY_SETTING
+from agent_host.worker import ADMIN_KEY_HEADER, API_KEY_SETTING
 
 ROOT = Path(__file__).resolve().parents[2]
 MCP_PATH = "/runtime/webhooks/mcp"
@@ -84,6 +86,30 @@ def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(h
     assert exit_code == 0, output
     assert "Traceback" not in output
     assert "Stopping: the worker finishes the operations it holds." in output
+
+
+def test_with_conversation_owners_the_command_serves_each_principal_its_own(hub: str, app_dir: Path) -> None:
+    port = free_port()
+    arguments = ["worker", "--app", "worker_app:agent", "--port", str(port), "--sidecar", hub, "--no-auth"]
+    process = start_command(app_dir, [*arguments, "--conversation-owners"], environment(AGENT_HOST_ADMIN_KEY=ADMIN_KEY))
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        turn = request_at(base_url, "POST", f"{BASE}/c1/turns", {"message": "My name is Ada."}, headers=ALICE)
+        other = request_at(base_url, "GET", f"{BASE}/c1", headers=BOB)
+        nobody = request_at(base_url, "GET", f"{BASE}/c1")
+        admin = request_at(base_url, "GET", f"{BASE}/c1", headers={ADMIN_KEY_HEADER: ADMIN_KEY})
+    finally:
+        process.send_signal(signal.SIGTERM)
+        exit_code = process.wait(60)
+    assert process.stdout is not None
+    output = process.stdout.read()
+    process.stdout.close()
+
+    assert turn.status == 200, turn.body
+    assert other.status == 404 and other.json() == ConversationNotFoundError("assistant", "c1").body()
+    assert nobody.status == 401 and nobody.json() == UnauthenticatedError().body()
+    assert admin.status == 200 and admin.json()["turnCount"] == 1
+    assert exit_code == 0, output
 
 
 def test_with_mcp_the_command_serves_the_agents_tool_behind_the_key_and_names_it(hub: str, app_dir: Path) -> None:

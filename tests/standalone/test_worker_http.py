@@ -1,5 +1,6 @@
-"""The standalone worker's HTTP API in this process: its auth hook, what it does not serve, and a turn as an event
-stream. The HTTP contract it shares with the function app runs on both hosts (tests/e2e/test_http_contract.py)."""
+"""The standalone worker's HTTP API in this process: its auth hook, the admin key beside the API key, what it does not
+serve, and a turn as an event stream. The HTTP contract it shares with the function app runs on both hosts
+(tests/e2e/test_http_contract.py, and per-user conversations in tests/security/test_conversation_owners_http.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 from apps import make_agent
+from principals import ADMIN_KEY, ALICE, BOB
 from streams import parse_sse
 from worker_hosting import RunningWorkerHost
 
-from agent_host import OfflineChatClient
-from agent_host.worker import API_KEY_SETTING, AgentWorker, ApiKeyAuth, asgi_app
+from agent_host import OfflineChatClient, UnauthenticatedError
+from agent_host.worker import ADMIN_KEY_HEADER, API_KEY_SETTING, AgentWorker, ApiKeyAuth, asgi_app
 
 BASE = "/api/agents/assistant/conversations"
 KEY = "s3cret-key"
@@ -75,6 +77,65 @@ def test_an_openai_route_refuses_in_the_responses_api_shape(keyed: RunningWorker
             "code": "unauthenticated",
         }
     }
+
+
+@pytest.fixture
+def keyed_owners(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningWorkerHost]:
+    monkeypatch.setenv("AGENT_HOST_ADMIN_KEY", ADMIN_KEY)
+    running = RunningWorkerHost(offline_agents, auth=ApiKeyAuth(KEY), conversation_owners=True)
+    yield running
+    running.stop()
+
+
+def test_with_the_api_key_the_admin_key_in_its_header_reaches_every_conversation(
+    keyed_owners: RunningWorkerHost,
+) -> None:
+    admin = {**BEARER, ADMIN_KEY_HEADER: ADMIN_KEY}
+    keyed_owners.request("POST", f"{BASE}/c1/turns", {"message": "My name is Ada."}, headers={**BEARER, **ALICE})
+    keyed_owners.request("POST", f"{BASE}/b1/turns", {"message": "Hi"}, headers={**BEARER, **BOB})
+
+    listed = keyed_owners.request("GET", BASE, headers=admin)
+    read = keyed_owners.request("GET", f"{BASE}/c1", headers=admin)
+
+    assert listed.status == 200
+    assert sorted(item["conversationId"] for item in listed.json()["conversations"]) == ["b1", "c1"]
+    assert read.status == 200 and read.json()["turnCount"] == 1
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {ADMIN_KEY_HEADER: ADMIN_KEY},
+        {"Authorization": f"Bearer {ADMIN_KEY}"},
+        {"Authorization": f"Bearer {ADMIN_KEY}", ADMIN_KEY_HEADER: ADMIN_KEY},
+    ],
+    ids=["admin-key-alone", "admin-key-as-bearer", "admin-key-twice"],
+)
+def test_the_admin_key_does_not_stand_in_for_the_api_key(
+    keyed_owners: RunningWorkerHost, headers: dict[str, str]
+) -> None:
+    refused = keyed_owners.request("GET", BASE, headers=headers)
+
+    assert refused.status == 401
+    assert refused.json() == KEY_REFUSAL
+
+
+@pytest.mark.parametrize(
+    ("headers", "path"),
+    [
+        ({**BEARER, "X-Functions-Key": ADMIN_KEY}, BASE),
+        (BEARER, f"{BASE}?code={ADMIN_KEY}"),
+        ({**BEARER, ADMIN_KEY_HEADER: "not-the-admin-key"}, BASE),
+    ],
+    ids=["function-key-header", "code-query", "wrong-key"],
+)
+def test_the_admin_key_anywhere_but_its_header_names_nobody(
+    keyed_owners: RunningWorkerHost, headers: dict[str, str], path: str
+) -> None:
+    refused = keyed_owners.request("GET", path, headers=headers)
+
+    assert refused.status == 401
+    assert refused.json() == UnauthenticatedError().body()  # past the API key, refused for naming no principal
 
 
 def test_a_hook_of_the_apps_own_decides_from_the_headers() -> None:

@@ -65,6 +65,16 @@ def test_the_caller_is_the_admin_only_with_the_admin_key_in_the_header_or_the_qu
         owners.caller({"x-functions-key": "other"}, {})
 
 
+def test_a_host_names_the_header_the_admin_key_comes_in_and_may_take_no_query() -> None:
+    owners = owners_of(True, {"AGENT_HOST_ADMIN_KEY": "admin-1"}, admin_key_header="x-admin", admin_key_param=None)
+
+    assert owners is not None
+    assert owners.caller({"X-Admin": "admin-1"}, {}) == Caller(None, admin=True)
+    assert owners.caller({"x-functions-key": "admin-1", "X-MS-CLIENT-PRINCIPAL-ID": "u1"}, {}) == Caller("u1")
+    with pytest.raises(UnauthenticatedError):
+        owners.caller({}, {"code": "admin-1"})
+
+
 def test_without_the_setting_no_key_is_the_admin() -> None:
     owners = owners_of(True, {})
 
