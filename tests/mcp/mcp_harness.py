@@ -144,7 +144,8 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., RunningHost]]:
         running.stop()
 
 
-# Serves agents as MCP tools: `serve_tools(*agents, settings=None)`, on the host the test is parametrized with.
+# Serves agents as MCP tools: `serve_tools(*agents, settings=None, conversation_owners=False)`, on the host the test
+# is parametrized with.
 ServeTools = Callable[..., HttpHost]
 
 
@@ -155,13 +156,24 @@ def serve_tools(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serv
     in-memory backend, without authentication. A test that takes it runs once on each, with the same assertions."""
     started: list[HttpHost] = []
 
-    def start(*agents: Any, settings: HostSettings | None = None) -> HttpHost:
+    def start(*agents: Any, settings: HostSettings | None = None, conversation_owners: bool = False) -> HttpHost:
         host: HttpHost
         if request.param == "functions":
-            app = functools.partial(build_app, *agents, settings=settings, enable_mcp_tool_trigger=True)
+            app = functools.partial(
+                build_app,
+                *agents,
+                settings=settings,
+                enable_mcp_tool_trigger=True,
+                conversation_owners=conversation_owners,
+            )
             host = RunningHost(app, tmp_path / f"host{len(started)}")
         else:
-            host = RunningWorkerHost(lambda: list(agents), settings=settings, enable_mcp_tool_trigger=True)
+            host = RunningWorkerHost(
+                lambda: list(agents),
+                settings=settings,
+                enable_mcp_tool_trigger=True,
+                conversation_owners=conversation_owners,
+            )
         started.append(host)
         return host
 

@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from apps import build_app, make_agent
 from hosting import RunningHost
-from mcp_harness import call_tool
-from principals import ADMIN_KEY, ALICE, BOB, snapshot, started
+from mcp_harness import ServeTools, call_tool, serve_tools
+from principals import ADMIN_KEY, ALICE, BOB, C1, snapshot, started
 from tool_results import texts
 
 from agent_host import ConversationNotFoundError, OfflineChatClient
+
+__all__ = ["serve_tools"]  # the fixture, imported for pytest
 
 INSPECTED_C1 = "/api/inspector/agents/assistant/conversations/c1"
 TOOL_CALL = {"query": "What is my name?", "sessionId": "c1"}
@@ -61,3 +63,20 @@ def test_the_owner_reaches_its_conversation_in_the_inspector_and_mcp(host: Runni
 
     assert inspected.status == 200, inspected.body
     assert not tool.is_error and "Ada" in texts(tool)[0]
+
+
+def test_an_mcp_call_reaches_only_the_callers_own_conversation_on_both_hosts(serve_tools: ServeTools) -> None:
+    running = serve_tools(make_agent(OfflineChatClient()), conversation_owners=True)
+    call_tool(running, "assistant", {"query": "My name is Ada.", "sessionId": "c1"}, headers=ALICE)
+
+    other = call_tool(running, "assistant", {"query": "What is my name?", "sessionId": "c1"}, headers=BOB)
+    nobody = call_tool(running, "assistant", {"query": "What is my name?", "sessionId": "c1"})
+    own = call_tool(running, "assistant", {"query": "What is my name?", "sessionId": "c1"}, headers=ALICE)
+
+    assert other.is_error is True and other.structured_content is not None
+    assert other.structured_content["error"] == ConversationNotFoundError("assistant", "c1").to_record()
+    assert nobody.is_error is True and nobody.structured_content is not None
+    assert nobody.structured_content["error"]["code"] == "unauthenticated"
+    assert (own.is_error, texts(own)[0]) == (False, "[offline model] Your name is Ada.")
+    reply = running.request("GET", f"{C1}/messages", headers=ALICE)
+    assert [message["text"] for message in reply.json()["messages"]][::2] == ["My name is Ada.", "What is my name?"]
