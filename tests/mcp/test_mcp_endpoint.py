@@ -151,6 +151,21 @@ def test_a_post_must_accept_json_and_event_streams(serve_tools: ServeTools) -> N
     }
 
 
+@pytest.mark.parametrize("media", ["text/plain", "application/x-www-form-urlencoded"])
+def test_a_message_not_declared_json_is_unsupported_media(serve_tools: ServeTools, media: str) -> None:
+    # A browser page may POST these cross-origin without a preflight: refused before anything runs.
+    running = offline_tools(serve_tools)
+
+    reply = post_raw(running, MCP_PATH, INITIALIZE, headers={"Content-Type": media})
+
+    assert reply.status == 415
+    assert reply.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32000, "message": "Unsupported Media Type: Content-Type must be application/json"},
+    }
+
+
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
 def test_streamable_http_takes_post_only(serve_tools: ServeTools, method: str) -> None:
     running = offline_tools(serve_tools)
