@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import threading
@@ -12,7 +13,8 @@ from urllib.parse import urlsplit
 
 from agent_framework import tool
 
-from agent_host._streaming.channel import StreamEvent
+from agent_host._streaming.channel import StreamEvent, TurnStreamStore
+from agent_host._streaming.turn_controls import ACCEPTED_STREAM
 
 
 class MemoryTurnStreamStore:
@@ -70,6 +72,43 @@ class FailingTurnStreamStore(MemoryTurnStreamStore):
         if self.failing:
             raise ConnectionError("stream store unavailable")
         await super().append(stream, events)
+
+
+class HeldListReads:
+    """A real store whose first `count` reads of a conversation's list of accepted turns each wait, once they have
+    read, until `release` is set: requests that read the list then interleave exactly as the test says (all of them
+    read before any of them goes on), however the host schedules them. `all_held` is set when `count` reads wait."""
+
+    def __init__(self, inner: TurnStreamStore, count: int) -> None:
+        self.inner = inner
+        self.count = count
+        self.all_held = threading.Event()
+        self.release = threading.Event()
+        self._lock = threading.Lock()
+
+    async def read(self, stream: str, after: int = 0, limit: int = 1000) -> list[StreamEvent]:
+        events = await self.inner.read(stream, after, limit)
+        if stream.endswith(f"/{ACCEPTED_STREAM}") and self._take_a_hold():
+            await asyncio.to_thread(self.release.wait, 30)
+        return events
+
+    def _take_a_hold(self) -> bool:
+        with self._lock:
+            if self.count == 0:
+                return False
+            self.count -= 1
+            if self.count == 0:
+                self.all_held.set()
+            return True
+
+    async def append(self, stream: str, events: Sequence[StreamEvent]) -> None:
+        await self.inner.append(stream, events)
+
+    async def last_id(self, stream: str) -> int:
+        return await self.inner.last_id(stream)
+
+    async def delete(self, streams: Sequence[str]) -> None:
+        await self.inner.delete(streams)
 
 
 @tool

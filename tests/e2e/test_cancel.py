@@ -21,6 +21,7 @@ from apps import build_app, make_agent
 from chat_clients import GatedChatClient
 from faults import crash_before_entity_commit
 from hosting import RunningHost
+from streams import HeldListReads
 
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host._streaming.turn_controls import TurnControls
@@ -45,15 +46,21 @@ def refund(order_id: str) -> str:
 
 
 @pytest.fixture
-def gated(tmp_path: Path) -> Iterator[tuple[RunningHost, GatedChatClient]]:
-    """The local host with a stream store, serving an agent on a gated model (open the gate to let calls answer)."""
+def gated(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[RunningHost, GatedChatClient]]:
+    """The local host with a stream store, serving an agent on a gated model (open the gate to let calls answer).
+
+    Parametrized indirectly with a number, the store holds that many reads of the list of accepted turns
+    (`running.held`, a `HeldListReads`)."""
     booked.clear()
     client = GatedChatClient()
     store = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    held_reads = getattr(request, "param", 0)
+    served = HeldListReads(store, held_reads) if held_reads else store
     running = RunningHost(
-        lambda: build_app(make_agent(client, tools=[book_flight, refund]), stream_store=store, inspector=True),
+        lambda: build_app(make_agent(client, tools=[book_flight, refund]), stream_store=served, inspector=True),
         tmp_path / "host",
     )
+    running.held = served
     running.controls = TurnControls(store, "conversation_assistant", "c1")
     yield running, client
     client.gate.set()
@@ -249,6 +256,59 @@ def test_if_busy_reject_refuses_concurrent_turns_and_stores_nothing(gated) -> No
     assert len(client.calls) == 2  # "first", then "third" once the conversation was idle
     assert later.status == 200 and later.json()["text"] == "reply 2: third"
     assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["first", "third"]
+
+
+@pytest.mark.parametrize("gated", [4], indirect=True)
+def test_of_reject_posts_racing_for_an_idle_conversation_exactly_one_is_taken(gated) -> None:
+    running, client = gated
+
+    with ThreadPoolExecutor(4) as pool:
+        posts = [
+            pool.submit(
+                running.request,
+                "POST",
+                f"{BASE}/c1/turns",
+                {"message": f"racing {n}", "ifBusy": "reject", "wait": False},
+            )
+            for n in range(4)
+        ]
+        assert running.held.all_held.wait(30)  # every post found the conversation idle before any was listed
+        running.held.release.set()
+        replies = [post.result(30) for post in posts]
+    client.gate.set()
+    running.wait_idle()
+
+    taken = [reply for reply in replies if reply.status == 202]
+    refused = [reply for reply in replies if reply.status == 409]
+    assert (len(taken), len(refused)) == (1, 3)
+    winner = taken[0].json()["turnId"]
+    assert {reply.json()["error"]["code"] for reply in refused} == {"conversation_busy"}
+    assert {reply.json()["busyWith"] for reply in refused} == {winner}
+    assert len(client.calls) == 1  # the refused turns were never signalled
+    sent = [m["text"] for m in messages(running) if m["role"] == "user"]
+    assert len(sent) == 1 and sent[0].startswith("racing ")
+    assert running.request("GET", f"{BASE}/c1/turns/{winner}").json()["text"] == f"reply 1: {sent[0]}"
+
+
+@pytest.mark.parametrize("gated", [1], indirect=True)
+def test_a_reject_post_that_found_the_conversation_idle_loses_to_a_turn_listed_before_its_own(gated) -> None:
+    running, client = gated
+
+    with ThreadPoolExecutor(1) as pool:
+        rejecting = pool.submit(
+            running.request, "POST", f"{BASE}/c1/turns", {"message": "if idle", "ifBusy": "reject", "wait": False}
+        )
+        assert running.held.all_held.wait(30)  # it read the list: nothing in flight yet
+        enqueued = running.request("POST", f"{BASE}/c1/turns", {"message": "first", "wait": False})
+        running.held.release.set()
+        refused = rejecting.result(30)
+    client.gate.set()
+    running.wait_idle()
+
+    assert enqueued.status == 202
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
+    assert refused.json()["busyWith"] == enqueued.json()["turnId"]
+    assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["first"]
 
 
 def posted_while_a_booking_turn_runs(

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 from clocks import ManualClock
 from conversations import MemoryConversationClient, completed, failed, unanswered
+from streams import HeldListReads
 
 from agent_host._contract import RUN_OPERATION
+from agent_host._conversation.view import ConversationView
+from agent_host._conversation_client.in_flight import InFlight
 from agent_host._conversation_client.turns import (
     Accepted,
     Answered,
@@ -20,7 +24,14 @@ from agent_host._conversation_client.turns import (
     TurnOutcome,
     take_turn,
 )
-from agent_host._errors import ConversationNotFoundError, IdempotencyConflictError, TurnExpiredError
+from agent_host._errors import (
+    ConversationBusyError,
+    ConversationNotFoundError,
+    IdempotencyConflictError,
+    TurnExpiredError,
+)
+from agent_host._streaming.sqlite_store import SqliteStreamStore
+from agent_host._streaming.turn_controls import TurnControls
 
 
 def take(client: MemoryConversationClient, ask: TurnAsk) -> TurnOutcome:
@@ -113,3 +124,26 @@ def test_a_turn_deleted_with_its_conversation_is_gone() -> None:
 
     assert isinstance(outcome, Gone)
     assert isinstance(outcome.error, ConversationNotFoundError)
+
+
+def test_a_reject_that_found_the_conversation_idle_is_refused_by_a_turn_listed_ahead_of_its_own(tmp_path: Path) -> None:
+    client = MemoryConversationClient(unanswered)
+    held = HeldListReads(SqliteStreamStore(tmp_path / "s.sqlite3"), 1)
+    in_flight = InFlight(TurnControls(held, "conversation_assistant", "c1"), lambda turn_id, state: True)
+    clock = ManualClock()
+
+    async def race() -> tuple[TurnOutcome, BaseException | TurnOutcome]:
+        rejecting = asyncio.create_task(
+            take_turn(client, TurnAsk("c1", {"message": "if idle"}, if_busy="reject"), clock, in_flight)
+        )
+        await asyncio.to_thread(held.all_held.wait, 10)  # its read found nothing in flight
+        enqueued = await take_turn(client, TurnAsk("c1", {"message": "first"}), clock, in_flight)
+        held.release.set()
+        return enqueued, (await asyncio.gather(rejecting, return_exceptions=True))[0]
+
+    enqueued, rejected = asyncio.run(race())
+
+    assert isinstance(enqueued, Accepted)
+    assert isinstance(rejected, ConversationBusyError) and rejected.fields["busyWith"] == enqueued.turn_id
+    assert [payload["message"] for _, _, payload in client.signals] == ["first"]
+    assert asyncio.run(in_flight.turns(ConversationView.empty())) == [enqueued.turn_id]  # the refused one withdrew

@@ -37,3 +37,15 @@ def test_concurrent_accepts_each_list_their_turn_once(tmp_path: Path) -> None:
     listed = asyncio.run(TurnControls(SqliteStreamStore(path), "conversation_a", "c1").recent_accepted())
 
     assert sorted(listed) == sorted(turns)
+
+
+def test_a_turn_sees_only_the_turns_accepted_ahead_of_it_and_none_that_withdrew(tmp_path: Path) -> None:
+    controls = TurnControls(SqliteStreamStore(tmp_path / "s.sqlite3"), "conversation_a", "c1")
+
+    places = [asyncio.run(controls.accept(turn_id)) for turn_id in ("t1", "t2", "t3")]
+    asyncio.run(controls.withdraw("t2"))
+
+    assert places == [1, 2, 3]
+    assert asyncio.run(controls.recent_accepted(before=1)) == []
+    assert asyncio.run(controls.recent_accepted(before=3)) == ["t1"]
+    assert asyncio.run(controls.recent_accepted()) == ["t1", "t3"]
