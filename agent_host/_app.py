@@ -26,6 +26,7 @@ from ._conversation.entity import ConversationEntityFunction
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._conversation.state_cache import CONVERSATION_CACHE, MB
+from ._conversation_client.in_flight import TurnsInFlight
 from ._expiry.functions import ExpiryFunctions
 from ._expiry_settings import ttl_seconds_of
 from ._http import classic_functions
@@ -425,9 +426,10 @@ class AgentFunctionApp(df.DFApp):
         settings, clock = self.settings, self.clock
         # No 202 in MCP: by default a call waits as long as any HTTP request may.
         wait = self._poll_wait if self._poll_wait is not None else settings.max_wait_seconds
+        in_flight = TurnsInFlight(self._stream_store, settings, clock)
 
         async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
-            return await run_agent_tool(context, client, agent, settings, clock, wait)
+            return await run_agent_tool(context, client, agent, settings, clock, wait, in_flight)
 
         self._register_tool_function(tool, mcp_tool)
 

@@ -104,7 +104,7 @@ TurnOutcome = Answered | Failed | Accepted | Pending | Gone
 
 
 async def take_turn(
-    conversations: ConversationClient, ask: TurnAsk, clock: Clock, in_flight: InFlight | None = None
+    conversations: ConversationClient, ask: TurnAsk, clock: Clock, in_flight: InFlight | None
 ) -> TurnOutcome:
     """Run one turn as `ask` says, once however often its key is retried.
 

@@ -30,7 +30,7 @@ from .._contract import (
 )
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.changes import change_retention, delete_change_id, delete_conversation
-from .._conversation_client.in_flight import InFlight
+from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentNotFoundError,
@@ -45,8 +45,6 @@ from .._errors import (
 from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
-from .._streaming.turn_controls import TurnControls
-from .._turn_ids import issued_at
 from .._turn_options import contents_bytes
 from .agui_route import run_agui
 from .event_stream import EventStreamResponse, RouteResponse
@@ -68,9 +66,6 @@ from .responses import json_response
 from .run_route import run_compat
 from .turn_stream import TurnStreamReader
 
-# Clocks of different instances (or one clock stepped back) disagree by this much at most, as far as deciding
-# whether an unknown turn id may still be queued goes.
-CLOCK_SKEW_TOLERANCE_MS = 60_000
 _TURN_SHAPE = '{"message": "..."}'
 _RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
 _CANCEL_SHAPE = '{"keep": "partial"}'
@@ -124,13 +119,14 @@ class Routes:
         self._clock = clock
         self._stream_store = stream_store
         self._run_wait = settings.default_wait_seconds if run_wait is None else run_wait
+        self._turns_in_flight = TurnsInFlight(stream_store, settings, clock)
 
     # -- handlers (the route table, `_app.py`, serves each on its path and method) -----------------
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
         agent = self._agent(req)
-        in_flight = functools.partial(self._in_flight, agent)
+        in_flight = functools.partial(self.in_flight, agent)
         return await run_compat(req, client, agent, self._settings, self._clock, self._run_wait, in_flight)
 
     async def agui(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
@@ -140,7 +136,8 @@ class Routes:
         def reader(conversation_id: str, turn_id: str) -> TurnStreamReader:
             return self._reader(req, client, agent, conversation_id, turn_id)
 
-        return await run_agui(req, client, agent, self._settings, self._clock, reader)
+        in_flight = functools.partial(self.in_flight, agent)
+        return await run_agui(req, client, agent, self._settings, self._clock, reader, in_flight)
 
     async def post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
@@ -159,7 +156,7 @@ class Routes:
             wait_seconds=wait,
             if_busy=cast(IfBusy, request.if_busy),
         )
-        in_flight = self._in_flight(agent, conversation_id)
+        in_flight = self.in_flight(agent, conversation_id)
         outcome = await take_turn(conversation_client(req, client, agent), ask, self._clock, in_flight)
         match outcome:
             case Answered(turn, conversation) | Failed(turn, conversation):
@@ -189,7 +186,7 @@ class Routes:
             return _turn_response(conversation_id, state, turn, location, failure_as_error=False)
         if state.is_expired(turn_id):
             raise TurnExpiredError(conversation_id, turn_id)
-        if self._may_be_pending(turn_id, state):
+        if self._turns_in_flight.may_be_pending(turn_id, state):
             return json_response(202, render_pending(conversation_id, turn_id), headers={"Location": location})
         raise TurnNotFoundError(conversation_id, turn_id)
 
@@ -209,10 +206,10 @@ class Routes:
         answer = _cancel_answer(agent, conversation_id, state, turn_id, location)
         if answer is not None:
             return answer
-        if not self._may_be_pending(turn_id, state):
+        if not self._turns_in_flight.may_be_pending(turn_id, state):
             raise TurnNotFoundError(conversation_id, turn_id)
         keep = cast(CancelKeep, request.keep)
-        in_flight = self._in_flight(agent, conversation_id)
+        in_flight = self.in_flight(agent, conversation_id)
         running = True
         if in_flight is not None:
             # The request first, then the running mark: the entity writes them the other way round, so a turn not
@@ -272,7 +269,7 @@ class Routes:
             agent_name=agent.name,
             conversation_id=conversation_id,
             turn_id=turn_id,
-            may_be_pending=lambda state: self._may_be_pending(turn_id, state),
+            may_be_pending=lambda state: self._turns_in_flight.may_be_pending(turn_id, state),
             # A turn may wait its turn behind others and then run up to the run timeout.
             deadline_seconds=self._settings.max_wait_seconds + self._settings.run_timeout_seconds,
         )
@@ -315,26 +312,9 @@ class Routes:
         if state is None and not await may_hold_queued_turns(client, agent.entity_name, conversation_id, ttl):
             raise TurnNotFoundError(conversation_id, turn_id)
 
-    def _in_flight(self, agent: AgentRoute, conversation_id: str) -> InFlight | None:
-        """The conversation's turns in flight, seen through the turn stream store; None when there is none."""
-        store = self._stream_store()
-        if store is None:
-            return None
-        return InFlight(TurnControls(store, agent.entity_name, conversation_id), self._may_be_pending)
-
-    def _may_be_pending(self, turn_id: str, state: ConversationView) -> bool:
-        """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
-
-        Operations on one entity run in order, so a finished later turn means this one never arrived; "clearly"
-        allows for clocks that disagree (another instance's, or one stepped back).
-        """
-        issued = issued_at(turn_id)
-        if issued is None:
-            return False
-        window_ms = (self._settings.max_wait_seconds + self._settings.run_timeout_seconds) * 1000 * 2
-        if self._clock.now_ms() - issued > window_ms:
-            return False
-        return not any((issued_at(known) or 0) > issued + CLOCK_SKEW_TOLERANCE_MS for known in state.turn_ids)
+    def in_flight(self, agent: AgentRoute, conversation_id: str) -> InFlight | None:
+        """The conversation's turns in flight, for a front door taking one of its turns; None without a store."""
+        return self._turns_in_flight.of(agent.entity_name, conversation_id)
 
     async def get_conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET .../conversations/{conversationId}`: the conversation's summary."""

@@ -21,6 +21,7 @@ import azure.durable_functions as df
 from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id
 from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.owners import for_caller
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
@@ -146,9 +147,11 @@ async def run_agent_tool(
     settings: HostSettings,
     clock: Clock,
     wait_seconds: float,
+    in_flight: TurnsInFlight,
 ) -> str:
     """Serve one call of an agent's tool, waiting up to `wait_seconds` for the answer, and return the tool result
-    (see `results.py`).
+    (see `results.py`). The turn is listed among its conversation's turns in flight, as every front door's is, so
+    `ifBusy` and cancel on `POST .../turns` see it.
 
     Every failure, the call's own or its turn's, is a tool error result with a code and a message; nothing raises
     to the extension, which would hide both behind a generic message.
@@ -158,7 +161,7 @@ async def run_agent_tool(
         call = parse_agent_tool_call(context, agent.name, settings.max_message_bytes)
         validate_conversation_id(call.session_id, agent)  # the backend's limit on the agent's entity ids
         session_id = call.session_id
-        return await _run_turn(call, client, agent, clock, wait_seconds)
+        return await _run_turn(call, client, agent, clock, wait_seconds, in_flight.of(agent.entity_name, session_id))
     except AgentHostError as error:
         return error_result(error.to_record(), session_id=session_id)
     except Exception:
@@ -167,7 +170,12 @@ async def run_agent_tool(
 
 
 async def _run_turn(
-    call: AgentToolCall, client: df.DurableOrchestrationClient, agent: AgentRoute, clock: Clock, waited: float
+    call: AgentToolCall,
+    client: df.DurableOrchestrationClient,
+    agent: AgentRoute,
+    clock: Clock,
+    waited: float,
+    in_flight: InFlight | None,
 ) -> str:
     """Take the turn (unless the key already has one) and answer from its outcome.
 
@@ -184,7 +192,7 @@ async def _run_turn(
         wait_seconds=waited,
     )
     conversations = for_caller(DurableConversationClient(client, agent), agent.owners, call.headers)
-    match await take_turn(conversations, ask, clock):
+    match await take_turn(conversations, ask, clock, in_flight):
         case Answered(turn):
             return answer_result(
                 agent.name, call.session_id, turn.turn_id, turn.text, render_approvals(turn.approval_requests)

@@ -279,7 +279,8 @@ class Conversation:
     # -- through the conversation client ----------------------------------------------------------
 
     def _take_turn(self, ask: TurnAsk) -> TurnOutcome:
-        return self._owner._run(take_turn(self._conversations, ask, self._owner.clock))
+        # The worker's client has no turn stream store: its turns are enqueued and not listed in flight.
+        return self._owner._run(take_turn(self._conversations, ask, self._owner.clock, None))
 
     def _wait_for_turn(self, turn_id: str, timeout: float) -> ConversationView | None:
         """The state that settles the turn (recorded, expired, deleted with it), or None after `timeout` seconds."""

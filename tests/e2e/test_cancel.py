@@ -57,7 +57,12 @@ def gated(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Runn
     held_reads = getattr(request, "param", 0)
     served = HeldListReads(store, held_reads) if held_reads else store
     running = RunningHost(
-        lambda: build_app(make_agent(client, tools=[book_flight, refund]), stream_store=served, inspector=True),
+        lambda: build_app(
+            make_agent(client, tools=[book_flight, refund]),
+            stream_store=served,
+            inspector=True,
+            enable_mcp_tool_trigger=True,
+        ),
         tmp_path / "host",
     )
     running.held = served
@@ -460,14 +465,50 @@ def test_a_turn_cancelled_while_running_is_not_run_again_after_a_crash_before_it
     assert read["messages"] == []
 
 
-def test_a_turn_started_through_the_run_route_is_in_flight_for_if_busy(gated) -> None:
-    running, client = gated
-    running.request(
-        "POST", "/api/agents/assistant/run", {"message": "first", "session_id": "c1", "wait_for_response": False}
-    )
-    wait_for(lambda: len(client.calls) == 1)
+def call_agent_tool(running: RunningHost, arguments: dict[str, Any]) -> Any:
+    """Call the agent's MCP tool over Streamable HTTP (one JSON-RPC message, answered when the turn settles)."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "assistant", "arguments": arguments}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    return running.request("POST", "/runtime/webhooks/mcp", headers=headers, raw=json.dumps(call).encode())
 
-    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": "reject"})
-    client.gate.set()
+
+# Each front door taking a turn of conversation c1 with the message "via <door>".
+FRONT_DOORS: dict[str, Callable[[RunningHost], Any]] = {
+    "turns": lambda running: running.request("POST", f"{BASE}/c1/turns", {"message": "via turns", "wait": False}),
+    "run": lambda running: running.request(
+        "POST", "/api/agents/assistant/run", {"message": "via run", "session_id": "c1", "wait_for_response": False}
+    ),
+    "agui": lambda running: running.request(
+        "POST",
+        "/api/agents/assistant/agui",
+        {"threadId": "c1", "runId": "run-1", "messages": [{"id": "u1", "role": "user", "content": "via agui"}]},
+    ),
+    "openai": lambda running: running.request(
+        "POST",
+        "/api/openai/v1/responses",
+        {"model": "assistant", "input": "via openai", "conversation": "c1", "background": True},
+    ),
+    "mcp": lambda running: call_agent_tool(running, {"query": "via mcp", "sessionId": "c1"}),
+}
+
+
+@pytest.mark.parametrize("door", sorted(FRONT_DOORS))
+def test_a_turn_taken_through_any_front_door_is_in_flight_for_if_busy_and_cancel(gated, door: str) -> None:
+    running, client = gated
+
+    with ThreadPoolExecutor(1) as pool:
+        taking = pool.submit(FRONT_DOORS[door], running)
+        wait_for(lambda: len(client.calls) == 1)
+        refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": "reject"})
+        busy_with = str(refused.json().get("busyWith"))
+        stopping = cancel(running, busy_with, {"wait": False})
+        client.gate.set()
+        taking.result(30)
+    running.wait_idle()
+    read = running.request("GET", f"{BASE}/c1/turns/{busy_with}").json()
 
     assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
+    assert stopping.status == 202 and stopping.json()["status"] == "cancelling"
+    assert read["status"] == "cancelled" and read["cancel"] == {"keep": "partial", "ran": True}
+    assert [m["text"] for m in messages(running) if m["role"] == "user"] == [f"via {door}"]
+    assert len(client.calls) == 1  # "second" was never run

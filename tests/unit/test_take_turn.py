@@ -35,7 +35,7 @@ from agent_host._streaming.turn_controls import TurnControls
 
 
 def take(client: MemoryConversationClient, ask: TurnAsk) -> TurnOutcome:
-    return asyncio.run(take_turn(client, ask, ManualClock()))
+    return asyncio.run(take_turn(client, ask, ManualClock(), None))
 
 
 def waited(message: str = "hi", **fields: Any) -> TurnAsk:
