@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 from agent_framework import tool
 
 from agent_host._streaming.channel import StreamEvent, TurnStreamStore
+from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host._streaming.turn_controls import ACCEPTED_STREAM
 
 
@@ -109,6 +111,29 @@ class HeldListReads:
 
     async def delete(self, streams: Sequence[str]) -> None:
         await self.inner.delete(streams)
+
+
+def fill_the_disk(store: SqliteStreamStore) -> None:
+    """Leave a new store's file no room, as a full disk does: from now on SQLite refuses every append that needs any
+    (SQLITE_FULL, "database or disk is full"), and reads go on.
+
+    The file may not grow past the pages it has (`max_page_count` is a setting of a connection, so it is made on the
+    store's own writing connection), and the one page a new store's table has is filled with rows smaller and smaller
+    until not even an empty one fits.
+    """
+    writer = store._writer  # the limit can only be set on the connection that writes
+    assert writer is not None
+    pages = writer.execute("PRAGMA page_count").fetchone()[0]
+    writer.execute(f"PRAGMA max_page_count = {pages}")
+    filler = 0
+    for size in (1000, 100, 10, 0):
+        while True:
+            try:
+                writer.execute("INSERT INTO turn_stream_events VALUES ('', ?, '', ?)", (filler, "x" * size))
+            except sqlite3.OperationalError as exc:
+                assert "full" in str(exc), exc
+                break
+            filler += 1
 
 
 @tool

@@ -19,12 +19,14 @@ from .._conversation.turn_receipts import new_turn_id, request_hash
 from .._conversation.view import ConversationView, TurnView
 from .._errors import (
     AgentHostError,
+    BusyRuleUnavailableError,
     ConversationBusyError,
     ConversationNotFoundError,
     IdempotencyConflictError,
     TurnExpiredError,
     internal_error,
 )
+from .._streaming.store_errors import StreamStoreUnavailableError
 from .client import ConversationClient
 from .in_flight import InFlight
 
@@ -113,6 +115,7 @@ async def take_turn(
 
     Raises:
         ConversationBusyError: `ifBusy` is `reject` and a turn of the conversation is in flight.
+        BusyRuleUnavailableError: `ifBusy` is not `enqueue` and the turn stream store failed; nothing was taken.
         IdempotencyConflictError: the key's turn asked something else.
         TurnExpiredError: the key's turn ran, but its receipt is no longer kept.
         ApprovalAnsweredError, UnknownApprovalError: an approval answer names no pending request.
@@ -180,28 +183,35 @@ async def _take_place(in_flight: InFlight, ask: TurnAsk, state: ConversationView
 
     The list's order decides, not what a read saw before it: two turns that both found the conversation idle are
     both listed, and the later one then sees the earlier ahead of it (and withdraws, if it rejects), so of turns
-    racing for an idle conversation exactly one is taken. An `enqueue` turn whose listing fails runs unlisted (logged).
+    racing for an idle conversation exactly one is taken. An `enqueue` turn whose listing fails runs unlisted (logged);
+    any other mode needs the list, and a store that fails refuses the turn.
 
     Raises:
         ConversationBusyError: `reject`, and a turn is in flight; nothing was stored.
+        BusyRuleUnavailableError: the store could not be read or written; the turn was not taken.
     """
     if ask.if_busy == "enqueue":
         return await in_flight.try_accept(turn_id)
-    if ask.if_busy == "reject":
-        busy = await in_flight.turns(state)  # refused without writing anything, the usual case of a busy conversation
-        if busy:
-            raise ConversationBusyError(ask.conversation_id, busy)
-    place = await in_flight.controls.accept(turn_id)
+    asked_to_stop: list[str] = []
     try:
-        busy = await in_flight.turns(state, before=place)
-        if busy and ask.if_busy == "reject":
-            raise ConversationBusyError(ask.conversation_id, busy)
-        keep: CancelKeep = "partial" if ask.if_busy == "interrupt" else "nothing"
-        for earlier in busy:
-            await in_flight.controls.request_cancel(earlier, keep)
-    except BaseException:
-        await in_flight.try_withdraw(turn_id)
-        raise
+        if ask.if_busy == "reject":
+            busy = await in_flight.turns(state)  # refused without writing anything, the usual busy conversation
+            if busy:
+                raise ConversationBusyError(ask.conversation_id, busy)
+        place = await in_flight.controls.accept(turn_id)
+        try:
+            busy = await in_flight.turns(state, before=place)
+            if busy and ask.if_busy == "reject":
+                raise ConversationBusyError(ask.conversation_id, busy)
+            keep: CancelKeep = "partial" if ask.if_busy == "interrupt" else "nothing"
+            for earlier in busy:
+                await in_flight.controls.request_cancel(earlier, keep)
+                asked_to_stop.append(earlier)
+        except BaseException:
+            await in_flight.try_withdraw(turn_id)
+            raise
+    except StreamStoreUnavailableError as exc:
+        raise BusyRuleUnavailableError(ask.conversation_id, ask.if_busy, exc.failure, asked_to_stop) from exc
     return True
 
 

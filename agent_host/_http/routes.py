@@ -34,6 +34,7 @@ from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentNotFoundError,
+    CancelNotRecordedError,
     ConversationNotFoundError,
     MessageTooLargeError,
     TurnExpiredError,
@@ -45,6 +46,8 @@ from .._errors import (
 from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
+from .._streaming.store_errors import StreamStoreUnavailableError
+from .._streaming.turn_controls import TurnControls
 from .._turn_options import contents_bytes
 from .agui_route import run_agui
 from .event_stream import EventStreamResponse, RouteResponse
@@ -212,10 +215,7 @@ class Routes:
         in_flight = self.in_flight(agent, conversation_id)
         running = True
         if in_flight is not None:
-            # The request first, then the running mark: the entity writes them the other way round, so a turn not
-            # yet marked running is certain to see the request before it runs.
-            keep = await in_flight.controls.request_cancel(turn_id, keep)
-            running = await in_flight.controls.is_running(turn_id)
+            keep, running = await _record_cancel(in_flight.controls, conversation_id, turn_id, keep)
         # Recorded by the entity, also for a turn whose signal this one overtook (it then never runs).
         await conversations.signal(conversation_id, CANCEL_OPERATION, {"turnId": turn_id, "keep": keep})
         if not running:
@@ -390,6 +390,28 @@ class Routes:
         if size > self._settings.max_message_bytes:
             raise MessageTooLargeError(size, self._settings.max_message_bytes)
         return request
+
+
+async def _record_cancel(
+    controls: TurnControls, conversation_id: str, turn_id: str, keep: CancelKeep
+) -> tuple[CancelKeep, bool]:
+    """Write the cancel request where the turn reads it; returns the `keep` that holds (the first request's) and
+    whether the turn had started running.
+
+    Raises:
+        CancelNotRecordedError: the store failed, saying whether the request was written.
+    """
+    try:
+        await controls.request_cancel(turn_id, keep)
+    except StreamStoreUnavailableError as exc:
+        raise CancelNotRecordedError(conversation_id, turn_id, exc.failure, recorded=False) from exc
+    try:
+        # The request first, then the running mark: the entity writes them the other way round, so a turn not yet
+        # marked running is certain to see the request before it runs.
+        held = await controls.cancel_requested(turn_id)
+        return held or keep, await controls.is_running(turn_id)
+    except StreamStoreUnavailableError as exc:
+        raise CancelNotRecordedError(conversation_id, turn_id, exc.failure, recorded=True) from exc
 
 
 def _cancel_answer(

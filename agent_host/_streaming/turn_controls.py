@@ -50,11 +50,10 @@ class TurnControls:
     def _key(self, name: str) -> str:
         return stream_key(self.entity_name, self.conversation_id, name)
 
-    async def request_cancel(self, turn_id: str, keep: CancelKeep) -> CancelKeep:
-        """Ask the turn to stop; the first request's `keep` holds however often it is asked. Returns that `keep`."""
+    async def request_cancel(self, turn_id: str, keep: CancelKeep) -> None:
+        """Ask the turn to stop; the first request's `keep` holds however often it is asked (`cancel_requested`)."""
         stream = self._key(turn_id + _CANCEL_SUFFIX)
         await self.store.append(stream, [StreamEvent(1, CANCEL_REQUESTED, {"keep": keep})])
-        return await self.cancel_requested(turn_id) or keep
 
     async def cancel_requested(self, turn_id: str) -> CancelKeep | None:
         """What the turn was asked to keep when it was asked to stop, or None when it was not."""

@@ -21,8 +21,10 @@ from apps import build_app, make_agent
 from chat_clients import GatedChatClient
 from faults import crash_before_entity_commit
 from hosting import RunningHost
-from streams import HeldListReads
+from metrics import counted, install_metric_reader
+from streams import HeldListReads, fill_the_disk
 
+from agent_host._streaming.journal import journal_key
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host._streaming.turn_controls import TurnControls
 
@@ -67,6 +69,7 @@ def gated(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Runn
     )
     running.held = served
     running.controls = TurnControls(store, "conversation_assistant", "c1")
+    running.store = store
     yield running, client
     client.gate.set()
     running.stop()
@@ -512,3 +515,98 @@ def test_a_turn_taken_through_any_front_door_is_in_flight_for_if_busy_and_cancel
     assert read["status"] == "cancelled" and read["cancel"] == {"keep": "partial", "ran": True}
     assert [m["text"] for m in messages(running) if m["role"] == "user"] == [f"via {door}"]
     assert len(client.calls) == 1  # "second" was never run
+
+
+def full_disk_failure(running: RunningHost, stream: str) -> str:
+    """What the full store says when an append to this stream of conversation c1 fails."""
+    return (
+        f"the turn stream store (SQLite file {running.store.path}) could not append to stream "
+        f"'conversation_assistant/c1/{stream}': OperationalError: database or disk is full"
+    )
+
+
+def test_on_a_full_disk_a_turn_runs_unjournaled_counted_and_commits(gated, monkeypatch) -> None:
+    running, client = gated
+    reader = install_metric_reader(monkeypatch)
+    fill_the_disk(running.store)
+    client.gate.set()
+
+    answered = running.request("POST", f"{BASE}/c1/turns", {"message": BOOK})
+    turn = answered.json()["turnId"]
+
+    assert answered.status == 200 and answered.json()["status"] == "completed"
+    assert answered.json()["text"] == "tool said Booked Oslo."
+    assert booked == ["Oslo"] and len(client.calls) == 2
+    journal = asyncio.run(running.store.read(journal_key(f"conversation_assistant/c1/{turn}")))
+    assert journal == []
+    assert counted(reader, "agent_host.checkpoints.unavailable") == {
+        (("agent", "assistant"), ("reason", "journal_write_failed")): 1
+    }
+
+
+def test_on_a_full_disk_a_cancel_answers_503_saying_the_turn_was_not_asked_to_stop(gated) -> None:
+    running, client = gated
+    fill_the_disk(running.store)
+    turn = start_turn(running, client, {"message": "first"}, calls=1)
+
+    refused = cancel(running, turn)
+    client.gate.set()
+    running.wait_idle()
+
+    assert refused.status == 503
+    assert refused.json() == {
+        "conversationId": "c1",
+        "turnId": turn,
+        "error": {
+            "code": "storage_unavailable",
+            "message": f"Turn '{turn}' of conversation 'c1' was not asked to stop: "
+            f"{full_disk_failure(running, f'{turn}.cancel')}. The turn goes on as if no cancel had been sent; "
+            "retry the cancel shortly.",
+        },
+    }
+    assert running.request("GET", f"{BASE}/c1/turns/{turn}").json()["status"] == "completed"
+
+
+@pytest.mark.parametrize("if_busy", ["reject", "interrupt", "rollback"])
+def test_on_a_full_disk_an_if_busy_turn_answers_503_and_is_not_taken(gated, if_busy: str) -> None:
+    running, client = gated
+    fill_the_disk(running.store)
+    first = start_turn(running, client, {"message": "first"}, calls=1)
+
+    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": if_busy})
+    client.gate.set()
+    running.wait_idle()
+
+    assert refused.status == 503
+    assert refused.json() == {
+        "conversationId": "c1",
+        "error": {
+            "code": "storage_unavailable",
+            "message": f'The turn was not taken: "ifBusy": "{if_busy}" orders it among the turns in flight of '
+            f"conversation 'c1', and {full_disk_failure(running, 'accepted.turns')}. Nothing was stored for it and "
+            'the model was not called. Retry shortly, or send "ifBusy": "enqueue", which runs the turn without that '
+            "record.",
+        },
+    }
+    assert len(client.calls) == 1
+    assert running.request("GET", f"{BASE}/c1/turns/{first}").json()["status"] == "completed"
+    assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["first"]
+
+
+def test_with_the_store_down_a_reject_answers_503_and_an_enqueued_turn_still_runs(gated) -> None:
+    running, client = gated
+    running.store.close()  # every read and write now fails
+    client.gate.set()
+
+    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "if idle", "ifBusy": "reject"})
+    answered = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
+
+    assert refused.status == 503 and refused.json()["error"]["code"] == "storage_unavailable"
+    assert refused.json()["error"]["message"] == (
+        'The turn was not taken: "ifBusy": "reject" orders it among the turns in flight of conversation \'c1\', '
+        f"and the turn stream store (SQLite file {running.store.path}) could not read stream "
+        "'conversation_assistant/c1/accepted.turns': the store was closed. Nothing was stored for it and the model "
+        'was not called. Retry shortly, or send "ifBusy": "enqueue", which runs the turn without that record.'
+    )
+    assert answered.status == 200 and answered.json()["text"] == "reply 1: hello"
+    assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["hello"]
