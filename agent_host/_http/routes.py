@@ -215,7 +215,7 @@ class Routes:
         in_flight = self.in_flight(agent, conversation_id)
         running = True
         if in_flight is not None:
-            keep, running = await _record_cancel(in_flight.controls, conversation_id, turn_id, keep)
+            keep, running = await record_cancel(in_flight.controls, conversation_id, turn_id, keep)
         # Recorded by the entity, also for a turn whose signal this one overtook (it then never runs).
         await conversations.signal(conversation_id, CANCEL_OPERATION, {"turnId": turn_id, "keep": keep})
         if not running:
@@ -392,7 +392,7 @@ class Routes:
         return request
 
 
-async def _record_cancel(
+async def record_cancel(
     controls: TurnControls, conversation_id: str, turn_id: str, keep: CancelKeep
 ) -> tuple[CancelKeep, bool]:
     """Write the cancel request where the turn reads it; returns the `keep` that holds (the first request's) and
