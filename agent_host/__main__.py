@@ -129,6 +129,10 @@ def run_worker_command(args: argparse.Namespace) -> int:
         auth = None if args.no_auth else api_key_auth()
     except ValueError as exc:
         fail(f"{exc} From the command line: --no-auth.", command)
+    try:
+        check_stream_store_setting()  # now, not at the first streamed turn
+    except ValueError as exc:
+        fail(str(exc), command)
     _, target = import_app(args.app, command)
     try:
         listener = listen(args.host, args.port)

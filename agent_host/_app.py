@@ -26,11 +26,13 @@ from ._conversation.entity import ConversationEntityFunction
 from ._conversation.history_plan import plan_history
 from ._conversation.sessions import core_state_types, register_state_types
 from ._conversation.state_cache import CONVERSATION_CACHE, MB
+from ._conversation_client.client import ConversationClient
+from ._conversation_client.durable_client import DurableConversationClient
 from ._conversation_client.in_flight import TurnsInFlight
 from ._expiry.functions import ExpiryFunctions
-from ._expiry_settings import ttl_seconds_of
+from ._expiry_settings import agent_ttl
 from ._http import classic_functions
-from ._http.agent_routes import CONVERSATION_ROUTE, conversation_routes, openai_routes
+from ._http.agent_routes import CONVERSATION_ROUTE, conversation_list_route, conversation_routes, openai_routes
 from ._http.conversation_list import ConversationListRoute
 from ._http.openai_responses import OpenAIResponsesRoutes
 from ._http.route_table import HttpRoute
@@ -55,8 +57,7 @@ from ._retention_settings import RetentionModeName
 from ._settings import HostSettings, retention_from
 from ._streaming.callbacks import AgentResponseCallbackProtocol
 from ._streaming.channel import TurnStreamStore
-from ._streaming.selection import stream_store_from_settings
-from ._streaming.store_source import StreamStoreSource
+from ._streaming.store_source import app_stream_store
 from ._tracing import configure_exporters
 from ._workflows.contract import WorkflowRoute
 from ._workflows.functions import WorkflowFunctions, with_sub_workflows
@@ -168,9 +169,7 @@ class AgentFunctionApp(df.DFApp):
         self.http_streams = http_streams
         self.default_callback = default_callback
         self._http_functions = _function_shape(http_streams)
-        # Streams live about as long as the receipts they are deleted with (a Redis stream expires after this).
-        ttl = self.settings.turn_record_ttl_seconds
-        self._stream_store = StreamStoreSource(stream_store, lambda: stream_store_from_settings(ttl_seconds=ttl))
+        self._stream_store = app_stream_store(stream_store, self.settings.turn_record_ttl_seconds)
         # Every agent an orchestration can call (workflow agent nodes too, as `{workflow}-{executorId}`), and the
         # ones whose `/api/agents/{name}/...` routes are served.
         self._agent_routes: dict[str, AgentRoute] = {}
@@ -270,11 +269,7 @@ class AgentFunctionApp(df.DFApp):
             names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
             source=f"add_agent({name!r}):",
         )
-        ttl = (
-            self.settings.conversation_ttl_seconds
-            if conversation_ttl is None
-            else ttl_seconds_of(conversation_ttl, f"add_agent({name!r}): conversation_ttl")
-        )
+        ttl = agent_ttl(self.settings.conversation_ttl_seconds, conversation_ttl, name)
         approval_ttl_seconds = (
             APPROVAL_TTL_OFF
             if approval_ttl is None
@@ -429,7 +424,8 @@ class AgentFunctionApp(df.DFApp):
         in_flight = TurnsInFlight(self._stream_store, settings, clock)
 
         async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
-            return await run_agent_tool(context, client, agent, settings, clock, wait, in_flight)
+            conversations = self._conversation_client(client, agent)
+            return await run_agent_tool(context, conversations, agent, settings, clock, wait, in_flight)
 
         self._register_tool_function(tool, mcp_tool)
 
@@ -448,10 +444,22 @@ class AgentFunctionApp(df.DFApp):
         with_client = self.durable_client_input(client_name="client")(mcp_tool)
         self.function_name(tool.function_name)(self.mcp_tool_trigger(**tool.trigger_arguments())(with_client))
 
+    def _conversation_client(self, binding: df.DurableOrchestrationClient, agent: AgentRoute) -> ConversationClient:
+        """The agent's conversations through the durable client binding a trigger was given: the one factory every
+        front end (the routes, `/run`, AG-UI, Responses, the inspector and MCP tools) builds its per-request client
+        with, so a test may substitute it."""
+        return DurableConversationClient(binding, agent)
+
     def _route_table(self, clock: Clock) -> list[HttpRoute]:
         """Every HTTP route the app serves, in registration order: path, methods and handlers together."""
+        factory = self._conversation_client
         conversations = Routes(
-            self._http_agent_routes, self.settings, clock, self._stream_store, run_wait=self._poll_wait
+            self._http_agent_routes,
+            self.settings,
+            clock,
+            self._stream_store,
+            conversations=factory,
+            run_wait=self._poll_wait,
         )
         workflows = WorkflowRoutes(self._workflows.routes, self.settings)
         listing = ConversationListRoute(self._http_agent_routes)
@@ -477,11 +485,11 @@ class AgentFunctionApp(df.DFApp):
                 f"{published}/respond/{{instanceId}}/{{requestId}}",
                 {"POST": workflows.compat_respond},
             ),
-            HttpRoute("api_conversations", "agents/{agent}/conversations", {"GET": listing.conversations}),
+            conversation_list_route(listing),
         ]
         table += openai_routes(OpenAIResponsesRoutes(self._http_agent_routes, self.settings, clock, conversations))
         if self.inspector:
-            inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes, self.clock)
+            inspector = InspectorRoutes(self._http_agent_routes, self._workflows.routes, self.clock, factory)
             table += [
                 HttpRoute("api_inspector", "inspector", {"GET": inspector.page}, client=False),
                 HttpRoute("api_inspector_app", "inspector/app", {"GET": inspector.hosted}, client=False),

@@ -54,6 +54,17 @@ def ttl_seconds_of(value: datetime.timedelta | float, source: str) -> float:
     return checked_ttl(seconds, f"{source}={value!r}")
 
 
+def agent_ttl(default_seconds: float, given: datetime.timedelta | float | None, agent_name: str) -> float:
+    """An agent's TTL in seconds: `add_agent(conversation_ttl=given)`, or the app's when `given` is None.
+
+    Raises:
+        ValueError: as `ttl_seconds_of`, naming `add_agent(<name>): conversation_ttl`.
+    """
+    if given is None:
+        return default_seconds
+    return ttl_seconds_of(given, f"add_agent({agent_name!r}): conversation_ttl")
+
+
 def checked_ttl(seconds: float, source: str) -> float:
     """`seconds` if it is 0 (off) or at least the minimum.
 

@@ -24,7 +24,8 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -43,6 +44,7 @@ from agent_framework import (
 )
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient, RetentionSettings
+from agent_host._clock import Clock
 from agent_host._conversation.state import EXPIRED_TURNS_KEY, MESSAGES_KEY, TURNS_KEY, encode_state
 from agent_host._conversation.turn_receipts import answer_messages, turn_text
 
@@ -239,8 +241,37 @@ def _padded(text: str, chars: int) -> str:
     return text[:chars]
 
 
-def replay(case: BudgetCase) -> BudgetRun:
-    """Run every turn of `case` through the entity function and measure the committed state after each."""
+CommitTurn = Callable[[str, str], str]
+"""Runs one turn (its id, its message) of the conversation and returns the committed state's text.
+
+Raises `RuntimeError` when the entity operation itself failed (a turn the entity refused is a committed record)."""
+
+TurnHost = Callable[[Agent, HostSettings, Clock], AbstractContextManager[CommitTurn]]
+"""Hosts the agent's conversation entity, with these settings and clock, for the turns of one replay."""
+
+
+@contextmanager
+def entity_function_turns(agent: Agent, settings: HostSettings, clock: Clock) -> Iterator[CommitTurn]:
+    """The turns through the function app's entity function, one host JSON batch each, the state carried along."""
+    app = AgentFunctionApp([agent], settings=settings, clock=clock)
+    (function,) = [f.get_user_function() for f in app.get_functions() if f.get_function_name() == ENTITY]
+    state: str | None = None
+
+    def commit(turn_id: str, text: str) -> str:
+        nonlocal state
+        operation = ("run", {"turnId": turn_id, "message": text})
+        output = json.loads(function(entity_batch(ENTITY, "budget", state, [operation])))
+        if output["results"][0]["isError"]:
+            raise RuntimeError(output["results"][0]["result"])
+        state = output["entityState"]
+        return state
+
+    yield commit
+
+
+def replay(case: BudgetCase, host: TurnHost = entity_function_turns) -> BudgetRun:
+    """Run every turn of `case` through the conversation entity `host` hosts (the function app's entity function by
+    default) and measure the committed state after each."""
     settings = HostSettings(retention=case.retention, max_turn_records=case.max_turn_records)
     client = RecordingOfflineClient()
     agent = (
@@ -248,10 +279,13 @@ def replay(case: BudgetCase) -> BudgetRun:
         if case.agent == "template"
         else Agent(client, "You answer every message.", name="assistant")
     )
-    app = AgentFunctionApp([agent], settings=settings, clock=_SteppingClock())
-    (function,) = [f.get_user_function() for f in app.get_functions() if f.get_function_name() == ENTITY]
+    with host(agent, settings, _SteppingClock()) as commit:
+        return _replay(case, client, commit)
+
+
+def _replay(case: BudgetCase, client: RecordingOfflineClient, commit: CommitTurn) -> BudgetRun:
+    """Commit the turns of `case` one by one, `client` answering, and measure the state after each."""
     run = BudgetRun(case)
-    state: str | None = None
     records: list[dict[str, Any]] = []
     first_id = f"{_turn_id(1)}.in"
     texts = [
@@ -263,13 +297,12 @@ def replay(case: BudgetCase) -> BudgetRun:
         texts.append(run.recall_question)
     for turn, text in enumerate(texts, start=1):
         calls = len(client.calls)
-        operation = ("run", {"turnId": _turn_id(turn), "message": text})
-        output = json.loads(function(entity_batch(ENTITY, "budget", state, [operation])))
-        if output["results"][0]["isError"]:
-            raise RuntimeError(f"turn {turn} of {case.name!r} failed: {output['results'][0]['result']}")
+        try:
+            state = commit(_turn_id(turn), text)
+        except RuntimeError as exc:
+            raise RuntimeError(f"turn {turn} of {case.name!r} failed: {exc}") from None
         if run.sizes:
             run.sizes[-1].unseen = len(unseen(records, client.calls[calls]))
-        state = output["entityState"]
         decoded = json.loads(state)
         records = run.final_records = decoded[MESSAGES_KEY]
         if turn > case.turns:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from azure.durable_functions.models.utils import http_utils
@@ -34,6 +34,14 @@ class Reply:
 
     def json(self) -> Any:
         return json.loads(self.body)
+
+
+class SendsRequests(Protocol):
+    """A host the tests send HTTP requests to (`RunningHost`, `front_doors.MemoryFunctionApp`)."""
+
+    def request(self, method: str, path: str, body: Any = None, *, headers: dict[str, str] | None = None) -> Reply:
+        """One request; the reply."""
+        ...
 
 
 class RunningHost:
@@ -170,6 +178,30 @@ def stop_serve(process: subprocess.Popen[str], how: int = signal.SIGTERM) -> Non
     process.wait(30)
     assert process.stdout is not None
     process.stdout.close()
+
+
+def command_environment(root: Path, **settings: str) -> dict[str, str]:
+    """The environment for a child `python -m agent_host ...`: this one without the developer's model and host
+    settings, `root` importable, then `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
+    env["PYTHONPATH"] = child_pythonpath(root)
+    env.update(settings)
+    return env
+
+
+def run_command(cwd: Path, arguments: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run `python -m agent_host <arguments>` in `cwd` until it exits (cases that end at startup)."""
+    command = [sys.executable, "-m", "agent_host", *arguments]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def only_stderr_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one line a command printed on stderr; it exited 1 and printed nothing else (no traceback)."""
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
 
 
 def child_pythonpath(*paths: Path) -> str:

@@ -4,7 +4,8 @@ demo.http and the samples' .http files are each sent by httpyac and every reques
 line. How httpyac is installed, run and judged is written here once so those tests cannot drift apart.
 
 The client is pinned, with its whole dependency tree, in .tools/httpyac (package.json and package-lock.json); the
-`httpyac` fixture installs it there with `npm ci` when it is missing, and skips only where node or npm is missing.
+`httpyac` fixture installs it there with `npm ci` when it is missing (tests/npm_tools.py), and skips only where node
+or npm is missing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from demo_replay import ROOT, DemoRequest, parse_http_file, read_json_path
+from npm_tools import node, require_tree
 
 TOOL_DIR = ROOT / ".tools" / "httpyac"
 HOST_LINE = re.compile(r"^@host = .*$", re.MULTILINE)
@@ -29,18 +30,8 @@ RESPONSE_REFERENCE = re.compile(r"\{\{(\w+)\.response\.body\.(\$[^}]*)\}\}")
 @pytest.fixture(scope="module")
 def httpyac() -> list[str]:
     """The command that runs the pinned httpyac, installed from .tools/httpyac's lockfile when it is not there."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must run demo.http with httpyac, but node or npm is missing: .ci/run installs them.")
-        pytest.skip("node and npm are needed to run demo.http with httpyac (Node.js 18 or later, with npm)")
-    pinned = json.loads((TOOL_DIR / "package.json").read_text())["dependencies"]["httpyac"]
-    installed = TOOL_DIR / "node_modules" / "httpyac" / "package.json"
-    if not installed.exists() or json.loads(installed.read_text())["version"] != pinned:
-        command = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-        done = subprocess.run(command, cwd=TOOL_DIR, capture_output=True, text=True, timeout=600, check=False)
-        assert done.returncode == 0, f"npm ci in {TOOL_DIR} failed:\n{done.stdout}\n{done.stderr}"
-    return [node, str(TOOL_DIR / "node_modules" / "httpyac" / "bin" / "httpyac.js")]
+    modules = require_tree(TOOL_DIR, "send the .http files with httpyac")
+    return [node(), str(modules / "httpyac" / "bin" / "httpyac.js")]
 
 
 def run_httpyac(httpyac: list[str], demo: Path) -> tuple[int, str, list[dict[str, Any]]]:

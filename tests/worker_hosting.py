@@ -1,26 +1,32 @@
-"""The standalone worker's HTTP API as the tests run it: an `AgentWorker` and its ASGI app (uvicorn in a thread) on
-a durabletask in-memory backend of its own, restartable, with the same `request` as `hosting.RunningHost`."""
+"""The standalone worker as the tests run it: its HTTP API (an `AgentWorker` and its ASGI app, uvicorn in a thread)
+on a durabletask in-memory backend of its own, restartable, with the same `request` as `hosting.RunningHost`; and
+the worker as `bench.retention_budget`'s host of a replay's turns."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
-from agent_framework import SupportsAgentRun
+from agent_framework import Agent, SupportsAgentRun
 from durabletask.client import TaskHubGrpcClient
+from durabletask.entities import EntityInstanceId
 from durabletask.testing import create_test_backend
 from durabletask.worker import TaskHubGrpcWorker
 from hosting import Reply, RunningHost, free_port, request_at
 
-from agent_host import HostSettings
+from agent_host import HostSettings, TurnStreamStore
+from agent_host._clock import Clock
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
-from agent_host.worker import AgentWorker, AuthHook, asgi_app, worker_options
+from agent_host.worker import AgentClient, AgentWorker, AuthHook, asgi_app, worker_options
+from bench.retention_budget import ENTITY, CommitTurn
 
 STARTUP_SECONDS = 30.0
+TURN_SECONDS = 60.0
 
 
 class RunningWorkerHost:
@@ -31,6 +37,7 @@ class RunningWorkerHost:
         agents_factory: Makes the agents each start hosts.
         settings: The worker's settings (`HostSettings()`, the defaults, when omitted).
         auth: The ASGI app's `auth` (None: every request is served).
+        stream_store: The worker's turn stream store (the ASGI app reads the worker's).
     """
 
     def __init__(
@@ -39,10 +46,12 @@ class RunningWorkerHost:
         *,
         settings: HostSettings | None = None,
         auth: AuthHook | None = None,
+        stream_store: TurnStreamStore | None = None,
     ) -> None:
         self.agents_factory = agents_factory
         self.settings = settings or HostSettings()
         self.auth = auth
+        self.stream_store = stream_store
         port = free_port()
         self.backend = create_test_backend(port=port)
         self.address = f"localhost:{port}"
@@ -56,7 +65,9 @@ class RunningWorkerHost:
     def start(self) -> None:
         CONVERSATION_CACHE.clear()  # a fresh process has none
         self._worker = TaskHubGrpcWorker(host_address=self.address, **worker_options())
-        hosted = AgentWorker(self._worker, self.agents_factory(), settings=self.settings)
+        hosted = AgentWorker(
+            self._worker, self.agents_factory(), settings=self.settings, stream_store=self.stream_store
+        )
         self._worker.start()
         self._client = TaskHubGrpcClient(host_address=self.address)
         app = asgi_app(self._client, hosted, auth=self.auth)
@@ -99,3 +110,33 @@ class RunningWorkerHost:
 HttpHost = RunningHost | RunningWorkerHost
 # Serves agents over HTTP: `serve(make_agent, settings=None)`, on the host the test is parametrized with (conftest).
 Serve = Callable[..., HttpHost]
+
+
+@contextmanager
+def worker_turns(agent: Agent, settings: HostSettings, clock: Clock) -> Iterator[CommitTurn]:
+    """`bench.retention_budget`'s turns on a worker (a `TurnHost`): each signalled to the conversation entity on an
+    in-memory backend of its own, waited for as `AgentClient.turn` waits, and the stored text read back."""
+    CONVERSATION_CACHE.clear()  # the entity function's replays share this process's cache
+    port = free_port()
+    backend = create_test_backend(port=port)
+    worker = TaskHubGrpcWorker(host_address=f"localhost:{port}", **worker_options())
+    AgentWorker(worker, [agent], settings=settings, clock=clock)
+    worker.start()
+    client = TaskHubGrpcClient(host_address=f"localhost:{port}")
+    entity = EntityInstanceId(ENTITY, "budget")
+    conversation = AgentClient(client, settings=settings).conversation(str(agent.name), entity.key)
+
+    def commit(turn_id: str, text: str) -> str:
+        client.signal_entity(entity, "run", {"turnId": turn_id, "message": text})
+        if conversation.turn(turn_id, timeout_seconds=TURN_SECONDS)["status"] == "pending":
+            raise RuntimeError(f"the entity did not settle turn {turn_id} in {TURN_SECONDS:.0f} s")
+        metadata = client.get_entity(entity, include_state=True)
+        return str(metadata.get_state()) if metadata is not None else ""
+
+    try:
+        yield commit
+    finally:
+        client.close()
+        worker.stop()
+        backend.stop()
+        CONVERSATION_CACHE.clear()

@@ -7,7 +7,8 @@ and the entity's operations; nothing of HTTP, MCP or how the entity runs a turn.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .._clock import Clock
 from .._contract import AgentRoute
@@ -63,11 +64,8 @@ class ConversationClient(Protocol):
         ...
 
 
-@runtime_checkable
-class ConversationClients(Protocol):
-    """A host's conversation clients, one per agent: what the routes take in place of the Functions durable client
-    binding on a host without one (the standalone worker's HTTP API)."""
-
-    def for_agent(self, agent: AgentRoute) -> ConversationClient:
-        """The agent's conversations."""
-        ...
+ConversationClientFactory = Callable[[Any, AgentRoute], ConversationClient]
+"""An agent's conversations from the client a trigger was given: `factory(binding, agent)`. The function app's builds a
+`DurableConversationClient` on the durable client binding; the standalone worker's ignores the binding. Every front
+end (routes, `/run`, AG-UI, Responses, the inspector, MCP tools) builds its per-request client with the one factory
+its host gives it, so a test can give another."""

@@ -86,8 +86,7 @@ class TurnsInFlight:
         self, stream_store: Callable[[], TurnStreamStore | None], settings: HostSettings, clock: Clock
     ) -> None:
         self._stream_store = stream_store
-        # A turn may wait behind others for as long as a request waits, then run up to the run timeout; twice that.
-        self._window_ms = (settings.max_wait_seconds + settings.run_timeout_seconds) * 1000 * 2
+        self._settings = settings
         self._clock = clock
 
     def of(self, entity_name: str, conversation_id: str) -> InFlight | None:
@@ -98,12 +97,21 @@ class TurnsInFlight:
         return InFlight(TurnControls(store, entity_name, conversation_id), self.may_be_pending)
 
     def may_be_pending(self, turn_id: str, state: ConversationView) -> bool:
-        """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
+        """Whether a turn id without a receipt may still be queued or running (`may_be_pending`)."""
+        return may_be_pending(turn_id, state, self._settings, self._clock)
 
-        Operations on one entity run in order, so a finished later turn means this one never arrived; "clearly"
-        allows for clocks that disagree (another instance's, or one stepped back).
-        """
-        issued = issued_at(turn_id)
-        if issued is None or self._clock.now_ms() - issued > self._window_ms:
-            return False
-        return not any((issued_at(known) or 0) > issued + CLOCK_SKEW_TOLERANCE_MS for known in state.turn_ids)
+
+def may_be_pending(turn_id: str, state: ConversationView, settings: HostSettings, clock: Clock) -> bool:
+    """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
+
+    Operations on one entity run in order, so a finished later turn means this one never arrived; "clearly" allows
+    for clocks that disagree (another instance's, or one stepped back).
+    """
+    issued = issued_at(turn_id)
+    if issued is None:
+        return False
+    # A turn may wait behind others for as long as a request waits, then run up to the run timeout; twice that.
+    window_ms = (settings.max_wait_seconds + settings.run_timeout_seconds) * 1000 * 2
+    if clock.now_ms() - issued > window_ms:
+        return False
+    return not any((issued_at(known) or 0) > issued + CLOCK_SKEW_TOLERANCE_MS for known in state.turn_ids)

@@ -1,11 +1,13 @@
 """The routes of a hosted agent that run on the conversation client seam alone: its conversations, `/run`, AG-UI and
-the OpenAI Responses API. Every host that has the seam serves them (the function app, the standalone worker's ASGI
-app); routes that need the Functions durable client itself (listing, workflows, the inspector) are declared by the
-function app. Knows the routes' paths and handlers, not how a host serves them.
+the OpenAI Responses API, and the list of its conversations (on a host's entity query). Every host that has the seam
+serves them (the function app, the standalone worker's ASGI app); routes that need the Functions durable client
+itself (workflows, the inspector) are declared by the function app. Knows the routes' paths and handlers, not how a
+host serves them.
 """
 
 from __future__ import annotations
 
+from .conversation_list import ConversationListRoute
 from .openai_responses import OpenAIResponsesRoutes, render_openai_error
 from .route_table import HttpRoute
 from .routes import Routes
@@ -31,6 +33,11 @@ def conversation_routes(conversations: Routes) -> list[HttpRoute]:
         HttpRoute("api_run", "agents/{agent}/run", {"POST": conversations.run}),
         HttpRoute("api_agui", "agents/{agent}/agui", {"POST": conversations.agui}),
     ]
+
+
+def conversation_list_route(listing: ConversationListRoute) -> HttpRoute:
+    """`GET agents/{agent}/conversations`: an agent's conversations, a page at a time."""
+    return HttpRoute("api_conversations", "agents/{agent}/conversations", {"GET": listing.conversations})
 
 
 def openai_routes(openai: OpenAIResponsesRoutes) -> list[HttpRoute]:

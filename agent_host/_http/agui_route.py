@@ -13,13 +13,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-import azure.durable_functions as df
 import azure.functions as func
 from pydantic import AliasChoices, ConfigDict, Field
 
 from .._clock import Clock
 from .._contract import AgentRoute, WireModel, parse_model, validate_conversation_id
 from .._conversation.view import ConversationView
+from .._conversation_client.client import ConversationClient
 from .._conversation_client.in_flight import InFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import AgentHostError, InvalidRequestError, MessageTooLargeError, TurnExpiredError
@@ -34,7 +34,7 @@ from .._streaming.channel import (
     StreamEvent,
 )
 from .event_stream import KEEP_ALIVE, EventStreamResponse
-from .requests import IDEMPOTENCY_KEY_PATTERN, body_text, conversation_client, json_object
+from .requests import IDEMPOTENCY_KEY_PATTERN, body_text, json_object
 from .turn_stream import TurnStreamReader
 
 _RUN_SHAPE = '{"threadId": "c1", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "Hello"}]}'
@@ -95,7 +95,7 @@ class TurnInput:
 
 async def run_agui(
     req: func.HttpRequest,
-    client: df.DurableOrchestrationClient,
+    caller_conversations: Callable[[], ConversationClient],
     agent: AgentRoute,
     settings: HostSettings,
     clock: Clock,
@@ -104,9 +104,10 @@ async def run_agui(
 ) -> EventStreamResponse:
     """`POST /api/agents/{agent}/agui`: run one turn of the thread and stream it as AG-UI events.
 
-    `reader(conversation_id, turn_id)` follows a turn's stream; `in_flight(conversation_id)` lists the turn among
-    the conversation's turns in flight, so `ifBusy` and cancel on `POST .../turns` see it. Everything that can be
-    refused is refused before the stream starts, as JSON.
+    `caller_conversations()` gives the caller's conversations once the run is known to be valid;
+    `reader(conversation_id, turn_id)` follows a turn's stream; `in_flight(conversation_id)` lists the turn among the
+    conversation's turns in flight, so `ifBusy` and cancel on `POST .../turns` see it. Everything that can be refused
+    is refused before the stream starts, as JSON.
 
     Raises:
         InvalidRequestError: the body is not a `RunAgentInput`, the thread or run id is invalid, or it brings
@@ -122,7 +123,7 @@ async def run_agui(
             f"runId {run.run_id[:80]!r} is invalid: send 1-255 visible ASCII characters, new for each run.",
             code="invalid_run_id",
         )
-    conversations = conversation_client(req, client, agent)
+    conversations = caller_conversations()
     state = await conversations.read(conversation_id)
     live = state if state is not None and not state.is_deleted else ConversationView.empty()
     turns_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/agui") + f"/conversations/{conversation_id}/turns"

@@ -43,7 +43,7 @@ from .._structured_output import response_format_of
 from .._turn_ids import issued_at
 from .._turn_options import chat_options_of
 from .event_stream import KEEP_ALIVE, EventStreamResponse, RouteResponse
-from .requests import body_text, conversation_client, idempotency_key, json_object
+from .requests import body_text, idempotency_key, json_object
 from .responses import json_response
 from .routes import Routes
 from .turn_stream import TurnStreamReader
@@ -247,7 +247,7 @@ class OpenAIResponsesRoutes:
         agent = self._agent(request.model, param="model")
         key = idempotency_key(req)
         payload = self._turn_payload(request)  # checked before anything is read or signalled
-        conversations = conversation_client(req, client, agent)
+        conversations = self._routes.conversations(req, client, agent)
         conversation_id = await self._conversation_of(request, agent, conversations, key)
         wait = None if request.stream or request.background else float(self._settings.default_wait_seconds)
         ask = TurnAsk(conversation_id, payload, idempotency_key=key, stream=request.stream, wait_seconds=wait)

@@ -9,13 +9,11 @@ import json
 import re
 from typing import Any, TypeVar
 
-import azure.durable_functions as df
 import azure.functions as func
 from pydantic import BaseModel
 
 from .._contract import AgentRoute, parse_model
-from .._conversation_client.client import ConversationClient, ConversationClients
-from .._conversation_client.durable_client import DurableConversationClient
+from .._conversation_client.client import ConversationClient, ConversationClientFactory
 from .._conversation_client.owners import for_caller
 from .._errors import InvalidRequestError, MessageTooLargeError, UnsupportedMediaTypeError
 from .event_stream import EVENT_STREAM_MEDIA_TYPE
@@ -33,20 +31,24 @@ _BODY_SLACK = 4096
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def conversation_client(
-    req: func.HttpRequest, client: df.DurableOrchestrationClient | ConversationClients, agent: AgentRoute
-) -> ConversationClient:
-    """The agent's conversations as the request's caller may reach them (every one unless owners are on), through
-    the Functions durable client binding or a host's own `ConversationClients`.
+class RequestConversations:
+    """How every HTTP front end reaches an agent's conversations for one request: the host's conversation client
+    factory, behind the owner check of the request's caller (every conversation unless owners are on).
 
-    Raises:
-        UnauthenticatedError: owners are on, and the request names no caller.
+    Args:
+        factory: The host's conversation client factory (`AgentFunctionApp._conversation_client` on Functions).
     """
-    if isinstance(client, ConversationClients):
-        conversations = client.for_agent(agent)
-    else:
-        conversations = DurableConversationClient(client, agent)
-    return for_caller(conversations, agent.owners, req.headers, req.params)
+
+    def __init__(self, factory: ConversationClientFactory) -> None:
+        self._factory = factory
+
+    def __call__(self, req: func.HttpRequest, client: Any, agent: AgentRoute) -> ConversationClient:
+        """The agent's conversations as the request's caller may reach them, from the trigger's client binding.
+
+        Raises:
+            UnauthenticatedError: owners are on, and the request names no caller.
+        """
+        return for_caller(self._factory(client, agent), agent.owners, req.headers, req.params)
 
 
 def media_type(req: func.HttpRequest) -> str:

@@ -30,6 +30,7 @@ from .._contract import (
 )
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.changes import change_retention, delete_change_id, delete_conversation
+from .._conversation_client.client import ConversationClientFactory
 from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
@@ -54,9 +55,9 @@ from .event_stream import EventStreamResponse, RouteResponse
 from .rendering import render_conversation, render_message, render_pending, render_turn
 from .requests import (
     TEXT_MEDIA_TYPE,
+    RequestConversations,
     accepts_event_stream,
     body_text,
-    conversation_client,
     idempotency_key,
     is_json_type,
     json_body,
@@ -67,7 +68,7 @@ from .requests import (
 )
 from .responses import json_response
 from .run_route import run_compat
-from .turn_stream import TurnStreamReader
+from .turn_stream import TurnStreamReader, turn_reader
 
 _TURN_SHAPE = '{"message": "..."}'
 _RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
@@ -104,8 +105,10 @@ class HealthRoute:
 class Routes:
     """The handlers behind every conversation route; one instance per app, reading the agents it serves over HTTP.
 
-    `stream_store` gives the store turn streams are read from (None when none is configured); `run_wait` is how long
-    `/run` waits for an answer (the app's `max_poll_retries * poll_interval_seconds`).
+    `conversations` is the host's conversation client factory, which every handler here (and `/run`, AG-UI and the
+    Responses API through `self.conversations`) builds its per-request client with; `stream_store` gives the store
+    turn streams are read from (None when none is configured); `run_wait` is how long `/run` waits for an answer
+    (the app's `max_poll_retries * poll_interval_seconds`).
     """
 
     def __init__(
@@ -115,8 +118,10 @@ class Routes:
         clock: Clock,
         stream_store: Callable[[], TurnStreamStore | None] = lambda: None,
         *,
+        conversations: ConversationClientFactory,
         run_wait: float | None = None,
     ) -> None:
+        self.conversations = RequestConversations(conversations)
         self._agents = agents
         self._settings = settings
         self._clock = clock
@@ -130,7 +135,8 @@ class Routes:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
         agent = self._agent(req)
         in_flight = functools.partial(self.in_flight, agent)
-        return await run_compat(req, client, agent, self._settings, self._clock, self._run_wait, in_flight)
+        conversations = functools.partial(self.conversations, req, client, agent)
+        return await run_compat(req, conversations, agent, self._settings, self._clock, self._run_wait, in_flight)
 
     async def agui(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST /api/agents/{agent}/agui`: one AG-UI run, a turn of the thread's conversation, as AG-UI events."""
@@ -139,8 +145,9 @@ class Routes:
         def reader(conversation_id: str, turn_id: str) -> TurnStreamReader:
             return self._reader(req, client, agent, conversation_id, turn_id)
 
+        conversations = functools.partial(self.conversations, req, client, agent)
         in_flight = functools.partial(self.in_flight, agent)
-        return await run_agui(req, client, agent, self._settings, self._clock, reader, in_flight)
+        return await run_agui(req, conversations, agent, self._settings, self._clock, reader, in_flight)
 
     async def post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
@@ -160,7 +167,7 @@ class Routes:
             if_busy=cast(IfBusy, request.if_busy),
         )
         in_flight = self.in_flight(agent, conversation_id)
-        outcome = await take_turn(conversation_client(req, client, agent), ask, self._clock, in_flight)
+        outcome = await take_turn(self.conversations(req, client, agent), ask, self._clock, in_flight)
         match outcome:
             case Answered(turn, conversation) | Failed(turn, conversation):
                 if events:  # only a retry of a key settles before it is streamed: it streams the key's turn
@@ -178,7 +185,7 @@ class Routes:
         """`GET .../turns/{turnId}`: a turn's result, or that it is still pending."""
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
-        stored = await conversation_client(req, client, agent).read(conversation_id)
+        stored = await self.conversations(req, client, agent).read(conversation_id)
         await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
         state = stored or ConversationView.empty()
         location = req.url.split("?", 1)[0]
@@ -201,7 +208,7 @@ class Routes:
         text = body_text(req, self._settings.max_message_bytes)
         data = json_object(text, _CANCEL_SHAPE) if text.strip() else {}
         request = parse_model(CancelRequest, data, max_wait_seconds=self._settings.max_wait_seconds)
-        conversations = conversation_client(req, client, agent)
+        conversations = self.conversations(req, client, agent)
         stored = await conversations.read(conversation_id)
         await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
         location = req.url.split("?", 1)[0].rstrip("/").removesuffix("/cancel")
@@ -262,16 +269,9 @@ class Routes:
         conversation_id: str,
         turn_id: str,
     ) -> TurnStreamReader:
-        return TurnStreamReader(
-            conversations=conversation_client(req, client, agent),
-            store=self._stream_store(),
-            entity_name=agent.entity_name,
-            agent_name=agent.name,
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-            may_be_pending=lambda state: self._turns_in_flight.may_be_pending(turn_id, state),
-            # A turn may wait its turn behind others and then run up to the run timeout.
-            deadline_seconds=self._settings.max_wait_seconds + self._settings.run_timeout_seconds,
+        conversations = self.conversations(req, client, agent)
+        return turn_reader(
+            conversations, self._stream_store(), agent, conversation_id, turn_id, self._settings, self._clock
         )
 
     async def open_turn(
@@ -328,7 +328,7 @@ class Routes:
         """`DELETE .../conversations/{conversationId}`: delete the conversation."""
         agent, conversation_id = self._target(req)
         change_id = delete_change_id(idempotency_key(req))
-        conversations = conversation_client(req, client, agent)
+        conversations = self.conversations(req, client, agent)
         if await delete_conversation(conversations, conversation_id, change_id):
             return func.HttpResponse(status_code=204)
         return json_response(202, {"conversationId": conversation_id, "status": "deleting"})
@@ -347,7 +347,7 @@ class Routes:
         """`PUT .../conversations/{conversationId}/retention`: change the conversation's retention."""
         agent, conversation_id = self._target(req)
         retention = json_body(req, RetentionRequest, self._settings.max_message_bytes, _RETENTION_SHAPE).stored()
-        conversations = conversation_client(req, client, agent)
+        conversations = self.conversations(req, client, agent)
         change = await change_retention(
             conversations, conversation_id, retention, self._clock, self._settings.default_wait_seconds
         )
@@ -369,7 +369,7 @@ class Routes:
     async def _existing(
         self, req: func.HttpRequest, agent: AgentRoute, conversation_id: str, client: df.DurableOrchestrationClient
     ) -> ConversationView:
-        state = await conversation_client(req, client, agent).read(conversation_id)
+        state = await self.conversations(req, client, agent).read(conversation_id)
         if state is None or state.is_deleted:
             raise ConversationNotFoundError(agent.name, conversation_id, deleted=state is not None)
         return state

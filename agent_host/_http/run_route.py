@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import azure.durable_functions as df
 import azure.functions as func
 from pydantic.alias_generators import to_camel
 
 from .._clock import Clock
 from .._contract import AgentRoute, RunRequestBody, parse_model, validate_conversation_id
+from .._conversation_client.client import ConversationClient
 from .._conversation_client.in_flight import InFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
@@ -30,7 +30,7 @@ from .._errors import (
 from .._settings import HostSettings
 from .._structured_output import response_format_of
 from .rendering import agent_response
-from .requests import JSON_MEDIA_TYPE, body_text, conversation_client, is_json_type, json_object, media_type
+from .requests import JSON_MEDIA_TYPE, body_text, is_json_type, json_object, media_type
 
 SESSION_ID_FIELD = "session_id"
 LEGACY_THREAD_ID_FIELD = "thread_id"
@@ -204,7 +204,7 @@ def _response_format(value: Any) -> dict[str, Any] | None:
 
 async def run_compat(
     req: func.HttpRequest,
-    client: df.DurableOrchestrationClient,
+    conversations: Callable[[], ConversationClient],
     agent: AgentRoute,
     settings: HostSettings,
     clock: Clock,
@@ -212,10 +212,12 @@ async def run_compat(
     in_flight: Callable[[str], InFlight | None],
 ) -> func.HttpResponse:
     """Run one turn for a `/run` request and answer in that host's shape, waiting up to `wait_seconds`; the turn is
-    listed among its conversation's turns in flight (`in_flight`), so `ifBusy` on `POST .../turns` sees it."""
+    listed among its conversation's turns in flight (`in_flight`), so `ifBusy` on `POST .../turns` sees it.
+
+    `conversations()` gives the caller's conversations once the request is known to be valid."""
     request = parse_run_request(req, settings, agent)
     ask = TurnAsk(request.session_id, request.asked(), wait_seconds=wait_seconds if request.wait else None)
-    outcome = await take_turn(conversation_client(req, client, agent), ask, clock, in_flight(request.session_id))
+    outcome = await take_turn(conversations(), ask, clock, in_flight(request.session_id))
     turn_id = outcome.turn.turn_id if isinstance(outcome, Answered | Failed) else outcome.turn_id
     agent_url = req.url.split("?", 1)[0].rstrip("/").removesuffix("/run")
     turn_url = f"{agent_url}/conversations/{request.session_id}/turns/{turn_id}"

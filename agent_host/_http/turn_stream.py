@@ -16,10 +16,14 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
+from .._clock import Clock
+from .._contract import AgentRoute
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.client import ConversationClient
+from .._conversation_client.in_flight import may_be_pending
 from .._errors import AgentHostError, ConversationNotFoundError, TurnExpiredError, TurnNotFoundError
 from .._records import record_to_message
+from .._settings import HostSettings
 from .._streaming.channel import (
     TURN_CANCELLED,
     TURN_COMPLETED,
@@ -211,6 +215,29 @@ class TurnStreamReader:
             if len(page) < READ_PAGE:
                 return events
             after = page[-1].id
+
+
+def turn_reader(
+    conversations: ConversationClient,
+    store: TurnStreamStore | None,
+    agent: AgentRoute,
+    conversation_id: str,
+    turn_id: str,
+    settings: HostSettings,
+    clock: Clock,
+) -> TurnStreamReader:
+    """A reader of one turn of `agent`'s conversation, open as long as the turn may take (queued, then run)."""
+    return TurnStreamReader(
+        conversations=conversations,
+        store=store,
+        entity_name=agent.entity_name,
+        agent_name=agent.name,
+        conversation_id=conversation_id,
+        turn_id=turn_id,
+        may_be_pending=lambda state: may_be_pending(turn_id, state, settings, clock),
+        # A turn may wait its turn behind others and then run up to the run timeout.
+        deadline_seconds=settings.max_wait_seconds + settings.run_timeout_seconds,
+    )
 
 
 def current_attempt(events: Sequence[StreamEvent]) -> list[StreamEvent]:

@@ -15,10 +15,11 @@ import azure.functions as func
 
 from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id
+from .._conversation_client.client import ConversationClientFactory
 from .._errors import AgentNotFoundError, ConversationNotFoundError, WorkflowNotFoundError
 from .._http.durable_queries import list_instances
 from .._http.paging import PageQuery
-from .._http.requests import conversation_client, query
+from .._http.requests import RequestConversations, query
 from .._http.responses import json_response
 from .._workflows.contract import STATUS_KEY, WAITING_FOR_INPUT, WorkflowRoute
 from .page import inspector_page
@@ -31,9 +32,17 @@ _RUNTIME_STATUS = {"Completed": "completed", "Failed": "failed", "Terminated": "
 
 
 class InspectorRoutes:
-    """The inspector's handlers; they read the app's registered agents and workflows as they are added."""
+    """The inspector's handlers; they read the app's registered agents and workflows as they are added, and reach a
+    conversation through the app's conversation client factory (`conversations`)."""
 
-    def __init__(self, agents: Mapping[str, AgentRoute], workflows: Mapping[str, WorkflowRoute], clock: Clock) -> None:
+    def __init__(
+        self,
+        agents: Mapping[str, AgentRoute],
+        workflows: Mapping[str, WorkflowRoute],
+        clock: Clock,
+        conversations: ConversationClientFactory,
+    ) -> None:
+        self._conversations = RequestConversations(conversations)
         self._agents = agents
         self._workflows = workflows
         self._clock = clock
@@ -58,7 +67,7 @@ class InspectorRoutes:
         if agent is None:
             raise AgentNotFoundError(name[:80], sorted(self._agents))
         conversation_id = validate_conversation_id(req.route_params.get("conversationId", ""), agent)
-        state = await conversation_client(req, client, agent).read(conversation_id)
+        state = await self._conversations(req, client, agent).read(conversation_id)
         if state is None:
             raise ConversationNotFoundError(agent.name, conversation_id)
         if state.deleted is not None:  # the tombstone is what the host holds: show it, rather than "not found"

@@ -126,7 +126,14 @@ async def send_response(response: Any, request: web.BaseRequest) -> web.StreamRe
             if not message.get("more_body", False):
                 await sent[0].write_eof()
 
-    scope = {"type": "http", "asgi": _ASGI, "method": request.method.upper(), "path": request.path}
+    # The request's own headers too: a response may read them (Starlette's FileResponse reads `Range`).
+    scope = {
+        "type": "http",
+        "asgi": _ASGI,
+        "method": request.method.upper(),
+        "path": request.path,
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+    }
     with contextlib.suppress(OSError, _client_disconnect()):
         await response(scope, _no_more_body, send)
     return sent[0] if sent else web.Response(status=204)

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 
 from .channel import TurnStreamStore
-from .selection import UnconfiguredStreamStore
+from .selection import UnconfiguredStreamStore, stream_store_from_settings
 
 logger = logging.getLogger("agent_host.streaming")
 
@@ -54,6 +54,13 @@ class StreamStoreSource:
         close = getattr(built, "close", None)
         if close is not None:
             close()
+
+
+def app_stream_store(store: TurnStreamStore | None, turn_record_ttl_seconds: float) -> StreamStoreSource:
+    """A host's turn stream store: `store`, or the one the settings choose (`AGENT_HOST_STREAM_STORE`, the storage
+    account), whose streams (a Redis stream expires after this) live about as long as the turn receipts they are
+    deleted with."""
+    return StreamStoreSource(store, lambda: stream_store_from_settings(ttl_seconds=turn_record_ttl_seconds))
 
 
 def _build(from_settings: Callable[[], TurnStreamStore | None]) -> TurnStreamStore | None:

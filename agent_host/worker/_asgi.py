@@ -25,7 +25,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._errors import UnauthenticatedError
-from .._http.agent_routes import conversation_routes, openai_routes
+from .._http.agent_routes import conversation_list_route, conversation_routes, openai_routes
+from .._http.conversation_list import ConversationListRoute
 from .._http.fastapi_functions import fastapi_response, functions_request
 from .._http.openai_responses import OpenAIResponsesRoutes
 from .._http.responses import json_response, render_error
@@ -42,10 +43,10 @@ _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 _BEARER = "bearer "
 _HOOK_REFUSAL = "The app's auth hook refused this request. Send the credentials the app's auth hook checks."
 _NOT_SERVED = (
-    "The standalone worker serves /api/health, /api/agents/{agent}/conversations/{conversationId}/... (turns, cancel, "
-    "stream, messages, retention, delete), /api/agents/{agent}/run, /api/agents/{agent}/agui and /api/openai/v1/...; "
-    "listing conversations, workflows, the inspector and MCP are served by AgentFunctionApp only "
-    "(docs/standalone-worker.md)."
+    "The standalone worker serves /api/health, /api/agents/{agent}/conversations (the list), "
+    "/api/agents/{agent}/conversations/{conversationId}/... (turns, cancel, stream, messages, retention, delete), "
+    "/api/agents/{agent}/run, /api/agents/{agent}/agui and /api/openai/v1/...; workflows, the inspector and MCP are "
+    "served by AgentFunctionApp only (docs/standalone-worker.md)."
 )
 
 AuthHook = Callable[[Mapping[str, str]], bool]
@@ -110,7 +111,8 @@ def asgi_app(
         auth: Who may call: "api_key" (the default) requires `Authorization: Bearer <key>` with the key
             `AGENT_HOST_API_KEY` holds; a hook decides from the request's headers; None serves every request.
             `/api/health` is always open, as on Functions.
-        stream_store: Where turn streams are read from; None replays a finished turn from its record.
+        stream_store: Where turn streams are read from; None reads the worker's (`AgentWorker.stream_store`).
+            Without a store anywhere, a turn's stream is replayed from its record once it has finished.
 
     Raises:
         ValueError: `auth` is "api_key" and `AGENT_HOST_API_KEY` is not set.
@@ -119,14 +121,23 @@ def asgi_app(
     if isinstance(hook, str):
         raise ValueError(f"auth must be 'api_key', a hook from request headers to a bool, or None, not {auth!r}.")
     agents = {name: replace(route, http_enabled=True) for name, route in worker.agent_routes.items()}
-    conversations = Routes(agents, worker.settings, worker.clock, lambda: stream_store)
+    clients = TaskHubConversations(client)
+    streams = worker.stream_store if stream_store is None else lambda: stream_store
+    # The routes' binding argument is unused here: the worker's conversations all go through its one client.
+    conversations = Routes(
+        agents,
+        worker.settings,
+        worker.clock,
+        streams,
+        conversations=lambda _binding, agent: clients.for_agent(agent),
+    )
     health = HealthRoute(agents, list)
     table = [
         HttpRoute("api_health", "health", {"GET": health.health}, client=False, auth_level=func.AuthLevel.ANONYMOUS),
         *conversation_routes(conversations),
+        conversation_list_route(ConversationListRoute(agents)),
         *openai_routes(OpenAIResponsesRoutes(agents, worker.settings, worker.clock, conversations)),
     ]
-    clients = TaskHubConversations(client)
     routes = [
         Route(f"{ROUTE_PREFIX}/{route.path}", _endpoint(route, clients, hook), methods=_ALL_METHODS) for route in table
     ]

@@ -9,7 +9,7 @@ key, nor how the entity produces what it reads.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from agent_framework import AgentResponse
@@ -30,6 +30,7 @@ from .._contract import (
 from .._conversation.replies import expired_result
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.changes import change_retention, delete_change_id, delete_conversation
+from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, TurnOutcome, take_turn
 from .._errors import (
     AgentHostError,
@@ -42,11 +43,14 @@ from .._errors import (
 from .._event_loop import AgentEventLoop
 from .._http.rendering import render_conversation, render_message, render_pending, render_turn
 from .._http.requests import IDEMPOTENCY_KEY_PATTERN
+from .._http.turn_stream import turn_reader
 from .._orchestrations.agent import _message_text
 from .._orchestrations.options import WAIT_FOR_RESPONSE, run_options
 from .._orchestrations.reply import AgentCall
 from .._orchestrations.session import ConversationSession, ConversationSessions
 from .._settings import HostSettings
+from .._streaming.channel import StreamEvent, TurnStreamStore
+from .._streaming.store_source import app_stream_store
 from .._turn_options import contents_bytes
 from ._conversation_client import DurableTaskConversationClient
 
@@ -65,6 +69,8 @@ class AgentClient:
             `DurableTaskSchedulerClient` or the settings say so.
         agents: The names the worker hosts, to refuse any other at once (`AgentNotFoundError`); None takes any
             name, and a turn for an agent no worker hosts then waits its whole wait and answers pending.
+        stream_store: The worker's turn stream store, to stream turns live (`Conversation.stream`); None: the one
+            the settings choose (`AGENT_HOST_STREAM_STORE`), or none (a turn's events then come once it finished).
     """
 
     def __init__(
@@ -75,6 +81,7 @@ class AgentClient:
         clock: Clock = SYSTEM_CLOCK,
         durable_task_scheduler: bool | None = None,
         agents: Sequence[str] | None = None,
+        stream_store: TurnStreamStore | None = None,
     ) -> None:
         self.client = client
         self.agents = None if agents is None else list(agents)
@@ -85,8 +92,13 @@ class AgentClient:
             if durable_task_scheduler is None
             else durable_task_scheduler
         )
+        self.stream_store = app_stream_store(stream_store, self.settings.turn_record_ttl_seconds)
         # The sync API runs the conversation client's coroutines here, on a loop of this client's own.
         self._loop = AgentEventLoop()
+
+    def close(self) -> None:
+        """Release the turn stream store the settings chose (one passed as `stream_store=` stays open)."""
+        self.stream_store.close()
 
     def conversation(self, agent: str, conversation_id: str) -> Conversation:
         """One conversation of `agent` (the name it was registered under).
@@ -189,6 +201,55 @@ class Conversation:
             case Gone(_, error):
                 raise error
 
+    async def stream(
+        self,
+        message: str | None = None,
+        *,
+        contents: list[dict[str, Any]] | None = None,
+        approvals: list[dict[str, Any]] | None = None,
+        idempotency_key: str | None = None,
+        response_format: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Take one turn and follow it, as `POST .../turns` with `Accept: text/event-stream`: the events its SSE
+        carries (`turn.started`, `message.delta`, ...), live as the entity writes them, ending with `turn.completed`,
+        `turn.failed` or `turn.cancelled`, whose data is the body `send` returns. An `async for` on any event loop.
+
+        The arguments are `send`'s. Raises what `send` raises before the turn is taken, and what `events` raises.
+        """
+        request = self._turn_request(message, contents, approvals, False, None, response_format, options)
+        ask = TurnAsk(self.conversation_id, request.asked(), idempotency_key=_checked_key(idempotency_key), stream=True)
+        match await take_turn(self._conversations, ask, self._owner.clock, self._in_flight()):
+            case Answered(turn) | Failed(turn):  # a retry of a key: the stream of the key's turn
+                turn_id = turn.turn_id
+            case Accepted(turn_id) | Pending(turn_id):
+                pass
+            case Gone(_, error):
+                raise error
+        async for event in self.events(turn_id):
+            yield event
+
+    async def events(self, turn_id: str, *, after: int = 0) -> AsyncIterator[StreamEvent]:
+        """A turn's events after event `after` (0: from the first), as `GET .../turns/{turnId}/stream` with
+        `Last-Event-ID: <after>` sends them, until its last event; live when the client has the worker's store.
+
+        Raises:
+            InvalidRequestError: not a turn id this host issues (`invalid_turn_id`).
+            ConversationNotFoundError: the conversation was deleted with the turn (404).
+            TurnExpiredError: the turn ran, but its record is no longer kept (410).
+            TurnNotFoundError: the conversation never ran, and will not run, the turn (404).
+        """
+        validate_turn_id(turn_id)
+        owner = self._owner
+        store = owner.stream_store()
+        reader = turn_reader(
+            self._conversations, store, self._route, self.conversation_id, turn_id, self._settings, owner.clock
+        )
+        reader.settled(await self._conversations.read(self.conversation_id))  # refused before the first event
+        async for event in reader.follow(after):
+            if event is not None:  # a keep-alive of the HTTP stream
+                yield event
+
     def turn(self, turn_id: str, *, timeout_seconds: float = 0.0) -> dict[str, Any]:
         """A turn's body once it settled (a failed turn's body too, as `GET .../turns/{turnId}` reads it), or its
         pending body when it has not settled within `timeout_seconds` (0: one read).
@@ -279,8 +340,13 @@ class Conversation:
     # -- through the conversation client ----------------------------------------------------------
 
     def _take_turn(self, ask: TurnAsk) -> TurnOutcome:
-        # The worker's client has no turn stream store: its turns are enqueued and not listed in flight.
-        return self._owner._run(take_turn(self._conversations, ask, self._owner.clock, None))
+        return self._owner._run(take_turn(self._conversations, ask, self._owner.clock, self._in_flight()))
+
+    def _in_flight(self) -> InFlight | None:
+        """The conversation's turns in flight in the worker's stream store (None without one), listed as the routes
+        list theirs, so `ifBusy` and cancel over HTTP see this client's turns."""
+        turns = TurnsInFlight(self._owner.stream_store, self._settings, self._owner.clock)
+        return turns.of(self._route.entity_name, self.conversation_id)
 
     def _wait_for_turn(self, turn_id: str, timeout: float) -> ConversationView | None:
         """The state that settles the turn (recorded, expired, deleted with it), or None after `timeout` seconds."""

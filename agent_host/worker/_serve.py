@@ -207,6 +207,7 @@ def run_worker(
     finally:
         logger.info("Stopping: the worker finishes the operations it holds.")
         worker.stop()
+        hosted.close()
         client.close()
         listener.close()
         signal.signal(signal.SIGTERM, previous)

@@ -5,6 +5,7 @@ Registration only: each operation is one call into `_conversation/entity.py` thr
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -21,10 +22,14 @@ from .._conversation.entity import ConversationEntityFunction
 from .._conversation.history_plan import plan_history
 from .._conversation.sessions import core_state_types, register_state_types
 from .._conversation.state_cache import CONVERSATION_CACHE, MB
+from .._expiry_settings import agent_ttl
 from .._retention_settings import RetentionModeName
 from .._settings import HostSettings, retention_from
 from .._streaming.callbacks import AgentResponseCallbackProtocol
+from .._streaming.channel import TurnStreamStore
+from .._streaming.store_source import StreamStoreSource, app_stream_store
 from ._entity_context import EntityOperationContext
+from ._expiry import IdleExpiry
 from ._orchestration_agent import WorkerOrchestrationAgent
 from ._state_converter import AgentStateConverter
 
@@ -69,6 +74,9 @@ class AgentWorker:
         settings: Limits and defaults; read from the environment (`AGENT_HOST_*`) when omitted.
         state_types: Classes your context providers keep in session state (see `AgentFunctionApp`).
         clock: Where wall-clock time comes from (records, TTLs).
+        stream_store: Where streamed turns write their events as they run (and cancels and checkpoints live), as
+            `AgentFunctionApp(stream_store=...)`; None: the store the settings choose (`AGENT_HOST_STREAM_STORE`, e.g.
+            `sqlite:.agent_host/streams.sqlite3`), or none. Readers (`asgi_app`, `AgentClient`) need the same store.
 
     Raises:
         ValueError: the worker was not created with `AgentStateConverter` (`**worker_options()`); an agent is
@@ -84,6 +92,7 @@ class AgentWorker:
         settings: HostSettings | None = None,
         state_types: Sequence[type] = (),
         clock: Clock = SYSTEM_CLOCK,
+        stream_store: TurnStreamStore | None = None,
     ) -> None:
         _require_state_converter(worker)
         self.worker = worker
@@ -91,6 +100,7 @@ class AgentWorker:
         self.settings = settings or HostSettings.from_environment()
         self.clock = clock
         self._durable_task_scheduler = self.settings.durable_task_scheduler or _is_scheduler_worker(worker)
+        self._stream_store = app_stream_store(stream_store, self.settings.turn_record_ttl_seconds)
         self._entities: dict[str, ConversationEntityFunction] = {}
         self._routes: dict[str, AgentRoute] = {}
         register_state_types([*core_state_types(), *state_types])
@@ -102,6 +112,16 @@ class AgentWorker:
     def agents(self) -> dict[str, SupportsAgentRun]:
         """The registered agents, by name."""
         return {name: entity.agent for name, entity in self._entities.items()}
+
+    @property
+    def stream_store(self) -> StreamStoreSource:
+        """The turn stream store, resolved on first use: call it for the store, or None when there is none."""
+        return self._stream_store
+
+    def close(self) -> None:
+        """Release the turn stream store the settings chose (a store passed as `stream_store=` stays open: it is
+        yours). Call it once the worker has stopped."""
+        self._stream_store.close()
 
     @property
     def agent_routes(self) -> dict[str, AgentRoute]:
@@ -117,6 +137,7 @@ class AgentWorker:
         retention_mode: RetentionModeName | None = None,
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
+        conversation_ttl: datetime.timedelta | float | None = None,
     ) -> None:
         """Register an agent's conversation entity, `conversation_<name>`, on the worker.
 
@@ -131,10 +152,14 @@ class AgentWorker:
             retention_mode: This agent's default retention mode (the `AGENT_HOST_RETENTION_MODE` setting otherwise).
             max_state_bytes: This agent's default byte budget per conversation.
             state_types: Session state classes this agent's providers use.
+            conversation_ttl: How long this agent's conversations may stay idle before they are deleted (a
+                `timedelta` or seconds; 0 never); None follows `AGENT_HOST_CONVERSATION_TTL`. Each conversation's
+                entity schedules its own idle check (`_expiry.py`).
 
         Raises:
             ValueError: the name is missing, invalid, too long for the Durable Task Scheduler, or taken by another
-                agent; a state type's id is taken; a retention value is invalid (the message names the parameter).
+                agent; a state type's id is taken; a retention value or the TTL is invalid (the message names the
+                parameter).
             RuntimeError: the worker is already running (durabletask takes registrations before `start` only).
         """
         register_state_types(state_types)
@@ -148,6 +173,7 @@ class AgentWorker:
             names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
             source=f"add_agent({name!r}):",
         )
+        ttl = agent_ttl(self.settings.conversation_ttl_seconds, conversation_ttl, name)
         plan = plan_history(agent)
         entity = ConversationEntityFunction(
             name,
@@ -158,17 +184,26 @@ class AgentWorker:
             turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
             run_timeout_seconds=self.settings.run_timeout_seconds,
             clock=self.clock,
+            stream_store=self._stream_store,
             callback=callback or self.default_callback,
             turn_error_details=self.settings.turn_error_details,
+            checkpoints=self.settings.checkpoints,
         )
 
+        expiry = IdleExpiry(name, ttl, self.clock)
+
         def conversation_entity(context: EntityContext, operation_input: Any) -> Any:
-            operation = EntityOperationContext(context, operation_input)
-            entity(operation)  # the adapter has every member of the Functions entity context the entity uses
-            return operation.finish()
+            def run(given: Any) -> Any:
+                operation = EntityOperationContext(context, given)
+                entity(operation)  # the adapter has every member of the Functions entity context the entity uses
+                return operation.finish()
+
+            return expiry.run(context, operation_input, run)
 
         self.worker.add_entity(conversation_entity, name=entity_name_for(name))
         self._entities[name] = entity
+        # No `conversation_ttl_seconds`: that is for callers that watch a conversation's expiry, and here its
+        # entity watches itself.
         self._routes[name] = AgentRoute(
             name=name,
             entity_name=entity_name_for(name),

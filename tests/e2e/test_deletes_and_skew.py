@@ -7,6 +7,7 @@ and are deleted with the conversation; their ids then read 404 conversation_not_
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +29,22 @@ def wait_for(predicate, timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+def host_with_a_held_turn(tmp_path: Path, held: str) -> tuple[GatedChatClient, threading.Event, RunningHost]:
+    """A host whose conversation c1 has one finished turn and a second (message `held`) running until released."""
+    client = GatedChatClient()
+    client.gate.set()
+    release = client.hold(held)
+    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    try:
+        running.request("POST", f"{BASE}/c1/turns", {"message": "setup"})
+        running.request("POST", f"{BASE}/c1/turns", {"message": held, "wait": False})
+    except BaseException:
+        release.set()
+        running.stop()
+        raise
+    return client, release, running
+
+
 def test_a_completed_turn_of_a_deleted_conversation_reads_404_not_pending(scripted_host) -> None:
     running, _ = scripted_host
     turn = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"}).json()["turnId"]
@@ -42,13 +59,8 @@ def test_a_completed_turn_of_a_deleted_conversation_reads_404_not_pending(script
 
 
 def test_turns_queued_before_a_delete_run_first_and_are_deleted_with_the_conversation(tmp_path: Path) -> None:
-    client = GatedChatClient()
-    client.gate.set()
-    release = client.hold("first")
-    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    client, release, running = host_with_a_held_turn(tmp_path, "first")
     try:
-        running.request("POST", f"{BASE}/c1/turns", {"message": "setup"})
-        running.request("POST", f"{BASE}/c1/turns", {"message": "first", "wait": False})
         queued = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "wait": False})
         wait_for(lambda: len(client.calls) == 2)
         with ThreadPoolExecutor(1) as pool:
@@ -92,13 +104,8 @@ def test_a_delete_during_the_first_turn_leaves_no_conversation_behind(tmp_path: 
 
 
 def test_of_two_deletes_queued_together_the_first_answers_204_and_the_second_404(tmp_path: Path) -> None:
-    client = GatedChatClient()
-    client.gate.set()
-    release = client.hold("busy")
-    running = RunningHost(lambda: build_app(make_agent(client)), tmp_path)
+    client, release, running = host_with_a_held_turn(tmp_path, "busy")
     try:
-        running.request("POST", f"{BASE}/c1/turns", {"message": "setup"})
-        running.request("POST", f"{BASE}/c1/turns", {"message": "busy", "wait": False})
         wait_for(lambda: len(client.calls) == 2)
         assert running.host is not None
         store = running.host.store

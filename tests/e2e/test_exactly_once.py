@@ -26,16 +26,22 @@ def history(running: HttpHost, conversation: str) -> list[str]:
     return [m["text"] for m in reply.json()["messages"]]
 
 
-def slow_host(
-    state_dir: Path, seconds: float, settings: HostSettings | None = None
-) -> tuple[RunningHost, ScriptedChatClient]:
-    """A host whose scripted model takes `seconds` a call, so a retry can arrive while the first turn still runs."""
+def slow_model(seconds: float) -> ScriptedChatClient:
+    """A scripted model that takes `seconds` a call, so a retry can arrive while the first turn still runs."""
 
     def slow(messages: Any, options: Any) -> Any:
         time.sleep(seconds)
         return default_reply(messages, len(client.calls))
 
     client = ScriptedChatClient(slow)
+    return client
+
+
+def slow_host(
+    state_dir: Path, seconds: float, settings: HostSettings | None = None
+) -> tuple[RunningHost, ScriptedChatClient]:
+    """The local host on a slow model (`slow_model`)."""
+    client = slow_model(seconds)
     return RunningHost(lambda: build_app(make_agent(client), settings=settings), state_dir), client
 
 
@@ -88,16 +94,15 @@ def test_idempotency_key_retry_returns_the_same_turn_without_a_second_model_call
     assert history(running, "c1") == ["book it", "reply 1: book it"]
 
 
-def test_idempotency_key_retry_while_the_first_is_still_running_gets_the_first_turn(tmp_path: Path) -> None:
+def test_idempotency_key_retry_while_the_first_is_still_running_gets_the_first_turn(serve: Serve) -> None:
     # The retry arrives while this turn is still running, before any record exists.
-    running, client = slow_host(tmp_path, 0.5)
+    client = slow_model(0.5)
+    running = serve(lambda: make_agent(client))
     key = {"Idempotency-Key": "queued-1"}
-    try:
-        first = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
-        retry = running.request("POST", f"{BASE}/c1/turns", {"message": "once"}, headers=key)
-        messages = history(running, "c1")
-    finally:
-        running.stop()
+
+    first = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
+    retry = running.request("POST", f"{BASE}/c1/turns", {"message": "once"}, headers=key)
+    messages = history(running, "c1")
 
     assert first.status == 202
     assert retry.status == 200
@@ -111,13 +116,18 @@ def test_same_idempotency_key_with_a_different_body_is_409(serve: Serve) -> None
     client = ScriptedChatClient()
     running = serve(lambda: make_agent(client))
     key = {"Idempotency-Key": "k-1"}
-    running.request("POST", f"{BASE}/c1/turns", {"message": "first"}, headers=key)
+    first = running.request("POST", f"{BASE}/c1/turns", {"message": "first"}, headers=key)
 
     reply = running.request("POST", f"{BASE}/c1/turns", {"message": "second"}, headers=key)
 
     assert reply.status == 409
-    assert reply.json()["error"]["code"] == "idempotency_key_reused"
+    assert reply.json()["error"] == {
+        "code": "idempotency_key_reused",
+        "message": f"Idempotency-Key 'k-1' was already used for turn '{first.json()['turnId']}' with a different "
+        "request. Use a new key for a new request.",
+    }
     assert len(client.calls) == 1
+    assert history(running, "c1") == ["first", "reply 1: first"]
 
 
 def test_an_expired_turn_is_410_and_a_never_seen_turn_is_404(serve: Serve) -> None:
@@ -219,17 +229,16 @@ def test_forty_concurrent_retries_of_one_key_run_the_model_once_and_report_one_t
     assert stored is not None and len(json.loads(stored)["turns"]) == 1  # no record per retry
 
 
-def test_a_retry_answered_202_reads_the_original_turn_at_its_own_location(tmp_path: Path) -> None:
-    running, client = slow_host(tmp_path, 0.4)
+def test_a_retry_answered_202_reads_the_original_turn_at_its_own_location(serve: Serve) -> None:
+    client = slow_model(0.4)
+    running = serve(lambda: make_agent(client))
     key = {"Idempotency-Key": "later-read"}
-    try:
-        first = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
-        retry = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
-        running.wait_idle()
-        location = retry.headers["location"].split("/api/", 1)[1]
-        read = running.request("GET", f"/api/{location}")
-    finally:
-        running.stop()
+
+    first = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
+    retry = running.request("POST", f"{BASE}/c1/turns", {"message": "once", "wait": False}, headers=key)
+    running.request("POST", f"{BASE}/c1/turns", {"message": "once"}, headers=key)  # a waited retry: the turn is done
+    location = retry.headers["location"].split("/api/", 1)[1]
+    read = running.request("GET", f"/api/{location}")
 
     assert first.status == retry.status == 202
     assert retry.json()["turnId"] != first.json()["turnId"]  # each request names its own id for its key
@@ -238,20 +247,17 @@ def test_a_retry_answered_202_reads_the_original_turn_at_its_own_location(tmp_pa
     assert len(client.calls) == 1
 
 
-def test_a_retry_of_a_key_whose_receipt_expired_answers_410_and_never_runs_the_model_again(tmp_path: Path) -> None:
+def test_a_retry_of_a_key_whose_receipt_expired_answers_410_and_never_runs_the_model_again(serve: Serve) -> None:
     client = ScriptedChatClient()
-    settings = HostSettings(max_turn_records=2)
-    running = RunningHost(lambda: build_app(make_agent(client), settings=settings), tmp_path)
+    running = serve(lambda: make_agent(client), HostSettings(max_turn_records=2))
     key = {"Idempotency-Key": "pay-once"}
-    try:
-        first = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
-        for number in range(2):
-            running.request("POST", f"{BASE}/c1/turns", {"message": f"later {number}"})
-        retry = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
-        again = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
-        turn_count = running.request("GET", f"{BASE}/c1").json()["turnCount"]
-    finally:
-        running.stop()
+
+    first = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
+    for number in range(2):
+        running.request("POST", f"{BASE}/c1/turns", {"message": f"later {number}"})
+    retry = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
+    again = running.request("POST", f"{BASE}/c1/turns", {"message": "pay"}, headers=key)
+    turn_count = running.request("GET", f"{BASE}/c1").json()["turnCount"]
 
     assert first.status == 200
     assert (retry.status, retry.json()["error"]["code"]) == (410, "turn_expired")

@@ -14,6 +14,7 @@ from typing import Any
 import azure.functions as func
 import pytest
 from apps import build_app, make_agent
+from azurefunctions.extensions.http.fastapi import FileResponse, Request, Response
 from chat_clients import ScriptedChatClient
 from hosting import Reply, RunningHost
 
@@ -101,3 +102,23 @@ def test_an_app_mixing_the_shapes_is_refused_as_the_worker_would(tmp_path: Path)
 
     with pytest.raises(ValueError, match=r"takes the FastAPI request .* but 'own_classic' takes azure.functions"):
         LocalHost(app, state_dir=tmp_path)
+
+
+def test_an_apps_own_file_response_is_sent_whole(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_text("<p>A page of the app's own.</p>", encoding="utf-8")
+    app = build_app(make_agent(ScriptedChatClient()), http_streams=True)
+
+    @app.route(route="page", methods=["GET"])
+    async def own_page(req: Request) -> Response:
+        return FileResponse(page, media_type="text/html")
+
+    host = RunningHost(lambda: app, tmp_path / "state")
+    try:
+        reply = host.request("GET", "/api/page")
+    finally:
+        host.stop()
+
+    assert reply.status == 200
+    assert reply.headers["content-type"] == "text/html; charset=utf-8"
+    assert reply.body == b"<p>A page of the app's own.</p>"

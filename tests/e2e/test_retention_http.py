@@ -1,33 +1,25 @@
-"""Retention over HTTP: change a conversation's mode and budget, and see the effect on its next turn."""
+"""Retention over HTTP: change a conversation's mode and budget, and see the effect on its next turn; on both hosts of
+the HTTP API (the function app, the standalone worker's ASGI app)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from apps import build_app, make_agent
-from hosting import RunningHost
+from apps import make_agent
+from worker_hosting import HttpHost, Serve
 
 from agent_host import HostSettings, OfflineChatClient, RetentionSettings
 
 BASE = "/api/agents/assistant/conversations"
 BUDGET = 6144
-
-
-def keep_all_app():
-    settings = HostSettings(max_turn_records=4, retention=RetentionSettings(mode="keep_all", max_state_bytes=BUDGET))
-    return build_app(make_agent(OfflineChatClient()), settings=settings)
+KEEP_ALL = HostSettings(max_turn_records=4, retention=RetentionSettings(mode="keep_all", max_state_bytes=BUDGET))
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[RunningHost]:
-    running = RunningHost(keep_all_app, tmp_path)
-    yield running
-    running.stop()
+def host(serve: Serve) -> HttpHost:
+    return serve(lambda: make_agent(OfflineChatClient()), KEEP_ALL)
 
 
-def fill_until_refused(host: RunningHost, conversation: str) -> dict:
+def fill_until_refused(host: HttpHost, conversation: str) -> dict:
     for number in range(60):
         reply = host.request(
             "POST", f"{BASE}/{conversation}/turns", {"message": f"Turn {number} says something of a decent length."}
@@ -37,7 +29,7 @@ def fill_until_refused(host: RunningHost, conversation: str) -> dict:
     raise AssertionError("keep_all never refused a turn")
 
 
-def test_changing_the_mode_over_http_takes_effect_on_the_next_turn(host: RunningHost) -> None:
+def test_changing_the_mode_over_http_takes_effect_on_the_next_turn(host: HttpHost) -> None:
     refused = fill_until_refused(host, "c1")
     assert refused["status"] == 507
     assert refused["body"]["error"]["code"] == "state_capacity_exceeded"
@@ -71,7 +63,7 @@ def test_changing_the_mode_over_http_takes_effect_on_the_next_turn(host: Running
     assert "capacityError" not in after
 
 
-def test_retention_put_creates_a_conversation_that_the_next_turn_uses(host: RunningHost) -> None:
+def test_retention_put_creates_a_conversation_that_the_next_turn_uses(host: HttpHost) -> None:
     put = host.request(
         "PUT",
         f"{BASE}/fresh/retention",
@@ -105,7 +97,7 @@ def test_retention_put_creates_a_conversation_that_the_next_turn_uses(host: Runn
         ),
     ],
 )
-def test_invalid_retention_is_a_400_naming_the_valid_values(host: RunningHost, body: dict, named: str) -> None:
+def test_invalid_retention_is_a_400_naming_the_valid_values(host: HttpHost, body: dict, named: str) -> None:
     reply = host.request("PUT", f"{BASE}/c2/retention", body)
 
     assert reply.status == 400
@@ -114,7 +106,7 @@ def test_invalid_retention_is_a_400_naming_the_valid_values(host: RunningHost, b
     assert host.request("GET", f"{BASE}/c2").status == 404  # nothing was created
 
 
-def test_retention_route_errors(host: RunningHost) -> None:
+def test_retention_route_errors(host: HttpHost) -> None:
     wrong_method = host.request("POST", f"{BASE}/c3/retention", {"mode": "auto", "maxStateBytes": 65536})
     not_json = host.request(
         "PUT", f"{BASE}/c3/retention", raw=b'{"mode": "auto"', headers={"Content-Type": "application/json"}

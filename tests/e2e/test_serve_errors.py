@@ -6,7 +6,6 @@ Each test runs the real command in an app folder of its own and checks the whole
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
@@ -36,27 +35,14 @@ def app_folder(tmp_path: Path) -> Path:
 
 
 def environment(**settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
-    env["PYTHONPATH"] = hosting.child_pythonpath(ROOT)
-    env.update(settings)
-    return env
+    return hosting.command_environment(ROOT, **settings)
 
 
 def serve(folder: Path, *arguments: str, **settings: str) -> subprocess.CompletedProcess[str]:
     """Run serve until it exits (each case here exits at startup)."""
-    command = [sys.executable, "-m", "agent_host", "serve", "--state-dir", str(folder / ".state"), *arguments]
-    return subprocess.run(
-        command, cwd=folder, env=environment(**settings), capture_output=True, text=True, timeout=120, check=False
+    return hosting.run_command(
+        folder, ["serve", "--state-dir", str(folder / ".state"), *arguments], environment(**settings)
     )
-
-
-def only_line(result: subprocess.CompletedProcess[str]) -> str:
-    """The one line serve printed on stderr; it exited 1 and printed nothing else."""
-    assert result.returncode == 1, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 def test_a_port_in_use_names_the_port_and_the_flag(tmp_path: Path) -> None:
@@ -65,7 +51,7 @@ def test_a_port_in_use_names_the_port_and_the_flag(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        line = only_line(serve(folder, "--port", str(port)))
+        line = hosting.only_stderr_line(serve(folder, "--port", str(port)))
 
     assert line == (
         f"agent_host serve: port {port} on 127.0.0.1 is already in use (another serve, or func start?). Stop that "
@@ -75,7 +61,7 @@ def test_a_port_in_use_names_the_port_and_the_flag(tmp_path: Path) -> None:
 
 def test_an_app_module_that_is_not_there_says_where_serve_looked(tmp_path: Path) -> None:
     folder = app_folder(tmp_path)
-    line = only_line(serve(folder, "--app", "my_app:app"))
+    line = hosting.only_stderr_line(serve(folder, "--app", "my_app:app"))
 
     assert line == (
         f"agent_host serve: --app my_app:app: there is no module 'my_app' in the working directory ({folder}) or on "
@@ -88,7 +74,7 @@ def test_a_module_the_app_imports_that_is_not_installed_is_named(tmp_path: Path)
     folder = app_folder(tmp_path)
     (folder / "needs_more.py").write_text("import agent_framework_not_installed\n", encoding="utf-8")
 
-    line = only_line(serve(folder, "--app", "needs_more:app"))
+    line = hosting.only_stderr_line(serve(folder, "--app", "needs_more:app"))
 
     assert line == (
         f"agent_host serve: needs_more imports 'agent_framework_not_installed', which is not installed in this "
@@ -105,7 +91,7 @@ def test_invalid_local_settings_name_the_file_and_the_position(tmp_path: Path) -
     with pytest.raises(json.JSONDecodeError) as mistake:  # its wording differs between Python versions
         json.loads(text)
 
-    line = only_line(serve(folder))
+    line = hosting.only_stderr_line(serve(folder))
 
     assert (mistake.value.lineno, mistake.value.colno) in ((3, 29), (4, 3))
     assert line == (
@@ -116,7 +102,7 @@ def test_invalid_local_settings_name_the_file_and_the_position(tmp_path: Path) -
 
 def test_a_missing_model_setting_is_named_as_the_docs_name_it(tmp_path: Path) -> None:
     folder = app_folder(tmp_path)
-    line = only_line(serve(folder, OPENAI_API_KEY="sk-not-a-real-key"))
+    line = hosting.only_stderr_line(serve(folder, OPENAI_API_KEY="sk-not-a-real-key"))
 
     assert line == (
         "agent_host serve: OPENAI_API_KEY is set, so an OpenAI-compatible model answers, but OPENAI_CHAT_MODEL is "
@@ -128,7 +114,7 @@ def test_a_missing_model_setting_is_named_as_the_docs_name_it(tmp_path: Path) ->
 
 def test_an_unknown_stream_store_is_refused_at_startup(tmp_path: Path) -> None:
     folder = app_folder(tmp_path)
-    line = only_line(serve(folder, AGENT_HOST_STREAM_STORE="memcached://:hunter2@cache:11211"))
+    line = hosting.only_stderr_line(serve(folder, AGENT_HOST_STREAM_STORE="memcached://:hunter2@cache:11211"))
 
     assert line == (
         "agent_host serve: AGENT_HOST_STREAM_STORE must be 'sqlite:<path>', 'azure', or a redis:// or rediss:// URL; "
@@ -140,7 +126,7 @@ def test_a_second_serve_on_one_state_directory_is_refused_until_the_first_dies(t
     folder = app_folder(tmp_path)
     first = hosting.start_serve(folder, free_port(), folder / ".state", environment())
     try:
-        second = only_line(serve(folder, "--port", str(free_port())))
+        second = hosting.only_stderr_line(serve(folder, "--port", str(free_port())))
     finally:
         hosting.stop_serve(first, signal.SIGKILL)  # no cleanup at all: the operating system drops the lock
     hosting.stop_serve(hosting.start_serve(folder, free_port(), folder / ".state", environment()))
@@ -162,7 +148,7 @@ def test_an_older_python_is_named_with_the_supported_versions() -> None:
         [sys.executable, "-c", fake_old], cwd=ROOT, env=environment(), capture_output=True, text=True, check=False
     )
 
-    assert only_line(result) == (
+    assert hosting.only_stderr_line(result) == (
         "python -m agent_host: agent-host needs Python 3.11 or newer (3.11, 3.12 and 3.13 are supported); this is "
         f"Python 3.10.12 ({sys.executable})."
     )
@@ -176,7 +162,7 @@ def test_a_real_older_python_gets_the_same_line(python: Path | None) -> None:
         [str(python), "-m", "agent_host", "serve"], cwd=ROOT, env=environment(), capture_output=True, text=True
     )
 
-    assert only_line(result).startswith("python -m agent_host: agent-host needs Python 3.11 or newer")
+    assert hosting.only_stderr_line(result).startswith("python -m agent_host: agent-host needs Python 3.11 or newer")
 
 
 def test_a_readme_names_the_supported_versions() -> None:
@@ -188,6 +174,6 @@ def test_a_local_settings_values_that_is_not_an_object_is_refused(tmp_path: Path
     settings = folder / "local.settings.json"
     settings.write_text(json.dumps({"Values": ["OPENAI_CHAT_MODEL"]}), encoding="utf-8")
 
-    assert only_line(serve(folder)) == (
+    assert hosting.only_stderr_line(serve(folder)) == (
         f"agent_host serve: {settings}: Values must be an object of setting names and values, not list."
     )

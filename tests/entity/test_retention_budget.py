@@ -1,4 +1,5 @@
-"""Retention after every committed turn of long conversations, through the entity function (`bench.retention_budget`).
+"""Retention after every committed turn of long conversations, through the entity function (`bench.retention_budget`),
+and the same replays on the standalone worker (its entity on durabletask's in-memory backend).
 
 Issue 13's three cases grew past their budget when receipts were costed as fixed: 31% over a 30,000-byte budget,
 7.5x over 64 KiB, and 2.9 MB under the defaults. Issue 26's are the template's own agent, whose summaries eviction
@@ -12,28 +13,43 @@ from __future__ import annotations
 import functools
 
 import pytest
+from worker_hosting import worker_turns
 
 import function_app
 from agent_host import RetentionSettings
 from agent_host._conversation.retention import RECEIPT_SHARE
 from agent_host._http.rendering import render_message
 from bench import retention_budget
-from bench.retention_budget import CASES, TEMPLATE_CASES, BudgetCase, BudgetRun, markdown, page_figures, replay
+from bench.retention_budget import (
+    CASES,
+    TEMPLATE_CASES,
+    BudgetCase,
+    BudgetRun,
+    TurnHost,
+    entity_function_turns,
+    markdown,
+    page_figures,
+    replay,
+)
 
 MODES = ["auto", "follow_compaction"]
+# The same replays through the function app's entity function and through a standalone worker's entity on
+# durabletask's in-memory backend: one entity, two hosts, the same assertions.
+HOSTS: dict[str, TurnHost] = {"functions": entity_function_turns, "worker": worker_turns}
 
 
 @functools.cache
-def replayed(cases: tuple[BudgetCase, ...], index: int, mode: str) -> BudgetRun:
+def replayed(cases: tuple[BudgetCase, ...], index: int, mode: str, host: str = "functions") -> BudgetRun:
     case = cases[index]
     retention = RetentionSettings(mode=mode, max_state_bytes=case.retention.max_state_bytes)
-    return replay(BudgetCase(case.name, case.turns, case.message_chars, retention, agent=case.agent))
+    return replay(BudgetCase(case.name, case.turns, case.message_chars, retention, agent=case.agent), HOSTS[host])
 
 
+@pytest.mark.parametrize("host", HOSTS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("index", range(len(CASES)), ids=["30000-bytes", "64-KiB", "defaults"])
-def test_every_committed_turn_leaves_the_whole_state_within_its_budget(index: int, mode: str) -> None:
-    run = replayed(CASES, index, mode)
+def test_every_committed_turn_leaves_the_whole_state_within_its_budget(index: int, mode: str, host: str) -> None:
+    run = replayed(CASES, index, mode, host)
 
     budget = run.case.retention.max_state_bytes
     over = [(sizes.turn, sizes.state_bytes) for sizes in run.sizes if sizes.state_bytes > budget]
@@ -46,10 +62,11 @@ def test_every_committed_turn_leaves_the_whole_state_within_its_budget(index: in
     assert last.transcript_bytes > last.receipt_bytes  # receipts never crowd out the conversation
 
 
+@pytest.mark.parametrize("host", HOSTS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("index", range(len(TEMPLATE_CASES)), ids=["30000-bytes", "defaults"])
-def test_the_model_is_sent_every_stored_message_or_a_summary_standing_for_it(index: int, mode: str) -> None:
-    run = replayed(TEMPLATE_CASES, index, mode)
+def test_the_model_is_sent_every_stored_message_or_a_summary_standing_for_it(index: int, mode: str, host: str) -> None:
+    run = replayed(TEMPLATE_CASES, index, mode, host)
 
     budget = run.case.retention.max_state_bytes
     assert len(run.sizes) == 110
@@ -65,14 +82,34 @@ def test_the_model_is_sent_every_stored_message_or_a_summary_standing_for_it(ind
         assert max(sizes.summaries for sizes in run.sizes) > 1 and max(sizes.excluded for sizes in run.sizes) > 8
 
 
+@pytest.mark.parametrize("host", HOSTS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("index", range(len(TEMPLATE_CASES)), ids=["30000-bytes", "defaults"])
-def test_a_fact_whose_messages_retention_deleted_is_still_recalled_from_its_summary(index: int, mode: str) -> None:
-    run = replayed(TEMPLATE_CASES, index, mode)
+def test_a_fact_whose_messages_retention_deleted_is_still_recalled_from_its_summary(
+    index: int, mode: str, host: str
+) -> None:
+    run = replayed(TEMPLATE_CASES, index, mode, host)
 
     assert run.first_message_evicted_at is not None and run.first_message_evicted_at < run.case.turns
     assert run.recall_question == "What is my fact a?"
     assert run.recall_answer == "[offline model] Your fact a is value1."
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("cases", "index"),
+    [(CASES, index) for index in range(len(CASES))] + [(TEMPLATE_CASES, index) for index in range(len(TEMPLATE_CASES))],
+    ids=["30000-bytes", "64-KiB", "defaults", "template-30000-bytes", "template-defaults"],
+)
+def test_the_worker_keeps_exactly_what_the_function_app_keeps_after_every_turn(
+    cases: tuple[BudgetCase, ...], index: int, mode: str
+) -> None:
+    on_worker, on_functions = replayed(cases, index, mode, "worker"), replayed(cases, index, mode, "functions")
+
+    assert on_worker.sizes == on_functions.sizes
+    assert on_worker.summary() == on_functions.summary()
+    assert on_worker.first_message_evicted_at == on_functions.first_message_evicted_at
+    assert on_worker.recall_answer == on_functions.recall_answer
 
 
 def test_every_summary_link_the_api_shows_names_a_stored_message() -> None:

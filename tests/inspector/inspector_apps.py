@@ -45,12 +45,15 @@ class Shout(Executor):
         await ctx.yield_output(text.upper())
 
 
-def inspector_app(streams: Path | None = None, *, inspector: bool | None = True) -> AgentFunctionApp:
+def inspector_app(
+    streams: Path | None = None, *, inspector: bool | None = True, app_class: type[AgentFunctionApp] = AgentFunctionApp
+) -> AgentFunctionApp:
     """The agents `assistant` and `broken` (its model always fails), and the workflows `review` (writer, then a person
     approves), `cleanup` (an agent whose tool needs approval) and `shout`.
 
     With `streams` (a file), turns stream through an SQLite stream store there and HTTP functions take the HTTP
-    streams shape, as the template under `serve` does; without, the classic shape and no stream store.
+    streams shape, as the template under `serve` does; without, the classic shape and no stream store. `app_class`
+    builds the app (`front_doors.MemoryFunctionApp` for one without a host).
     """
     client = OfflineChatClient()
     history = InMemoryHistoryProvider(skip_excluded=True)
@@ -74,7 +77,7 @@ def inspector_app(streams: Path | None = None, *, inspector: bool | None = True)
     shouter = Shout(id="shouter")
     shout = WorkflowBuilder(name="shout", start_executor=shouter, output_from=[shouter]).build()
     broken = Agent(FailingChatClient(), "You never answer.", name="broken")
-    return AgentFunctionApp(
+    return app_class(
         agents=[assistant, broken],
         workflows=[review, cleanup, shout],
         settings=HostSettings(),

@@ -1,35 +1,28 @@
-"""`GET /api/agents/{agent}/conversations` end to end: the real durable client's entity query against the local host."""
+"""`GET /api/agents/{agent}/conversations` end to end, on both hosts of the HTTP API: the real durable client's entity
+query against the local host, and the standalone worker's entity query of durabletask's in-memory backend."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from apps import build_app, make_agent
+from apps import make_agent
 from chat_clients import ScriptedChatClient
-from hosting import RunningHost
-
-
-def two_agent_app():
-    return build_app(make_agent(ScriptedChatClient(), "assistant"), make_agent(ScriptedChatClient(), "billing"))
+from worker_hosting import HttpHost, Serve
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[RunningHost]:
-    running = RunningHost(two_agent_app, tmp_path)
-    yield running
-    running.stop()
+def host(serve: Serve) -> HttpHost:
+    return serve(lambda: [make_agent(ScriptedChatClient(), "assistant"), make_agent(ScriptedChatClient(), "billing")])
 
 
-def start(host: RunningHost, agent: str, *conversations: str) -> None:
+def start(host: HttpHost, agent: str, *conversations: str) -> None:
     for conversation in conversations:
         reply = host.request("POST", f"/api/agents/{agent}/conversations/{conversation}/turns", {"message": "hi"})
         assert reply.status == 200, reply.body
 
 
-def test_an_agent_lists_its_own_conversations_only(host: RunningHost) -> None:
+def test_an_agent_lists_its_own_conversations_only(host: HttpHost) -> None:
     start(host, "assistant", "c2", "c1")
     start(host, "billing", "b1")
 
@@ -44,7 +37,7 @@ def test_an_agent_lists_its_own_conversations_only(host: RunningHost) -> None:
     assert billing["conversations"] == [{"conversationId": "b1"}]
 
 
-def test_pages_follow_the_continuation_token_to_the_end(host: RunningHost) -> None:
+def test_pages_follow_the_continuation_token_to_the_end(host: HttpHost) -> None:
     start(host, "assistant", "c1", "c2", "c3", "c4", "c5")
 
     seen: list[str] = []
@@ -62,14 +55,14 @@ def test_pages_follow_the_continuation_token_to_the_end(host: RunningHost) -> No
     assert pages == 3
 
 
-def test_no_conversation_yet_is_an_empty_list(host: RunningHost) -> None:
+def test_no_conversation_yet_is_an_empty_list(host: HttpHost) -> None:
     reply = host.request("GET", "/api/agents/billing/conversations")
 
     assert reply.status == 200
     assert reply.json() == {"agent": "billing", "conversations": [], "continuationToken": None}
 
 
-def test_a_deleted_conversation_stays_listed_as_its_tombstone_and_reads_as_deleted(host: RunningHost) -> None:
+def test_a_deleted_conversation_stays_listed_as_its_tombstone_and_reads_as_deleted(host: HttpHost) -> None:
     start(host, "assistant", "gone", "kept")
     assert host.request("DELETE", "/api/agents/assistant/conversations/gone").status == 204
 
@@ -92,14 +85,14 @@ def test_a_deleted_conversation_stays_listed_as_its_tombstone_and_reads_as_delet
     ],
     ids=["unknown-agent", "top-zero", "top-over-100", "top-not-a-number", "token-not-ascii", "token-not-the-hosts"],
 )
-def test_a_list_request_it_cannot_answer_says_why(host: RunningHost, path: str, status: int, code: str) -> None:
+def test_a_list_request_it_cannot_answer_says_why(host: HttpHost, path: str, status: int, code: str) -> None:
     reply = host.request("GET", path)
 
     assert reply.status == status
     assert reply.json()["error"]["code"] == code
 
 
-def test_the_list_takes_only_get(host: RunningHost) -> None:
+def test_the_list_takes_only_get(host: HttpHost) -> None:
     reply = host.request("POST", "/api/agents/assistant/conversations", {"message": "hi"})
 
     assert reply.status == 405

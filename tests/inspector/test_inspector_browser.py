@@ -1,7 +1,7 @@
 """The inspector in a real headless Chromium (Selenium, Debian's chromium and chromedriver) against the local host.
 
 Each test leaves screenshots in tests/artifacts/ (git-ignored). Without a browser these tests skip, except under CI,
-where they fail (`tests/inspector/browser.py`).
+where they fail (`tests/browser.py`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import screenshot, start_browser
+from browser import by_id, css, screenshot, start_browser, wait
 from hosting import RunningHost
 from inspector_apps import inspector_app
-
-WAIT_SECONDS = 30
 
 
 @pytest.fixture(scope="module")
@@ -30,27 +28,6 @@ def host(tmp_path: Path) -> Iterator[RunningHost]:
     running = RunningHost(lambda: inspector_app(tmp_path / "streams.sqlite3"), tmp_path)
     yield running
     running.stop()
-
-
-def wait(driver: Any, condition: Any, seconds: float = WAIT_SECONDS) -> Any:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    # The page renders a panel again by replacing its elements (a run after it was answered): an element found a
-    # moment ago may be replaced before it is read, which means "not yet", as a missing element does.
-    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
-
-
-def by_id(driver: Any, element_id: str) -> Any:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_element(By.ID, element_id)
-
-
-def css(driver: Any, selector: str) -> list[Any]:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_elements(By.CSS_SELECTOR, selector)
 
 
 def open_inspector(driver: Any, host: RunningHost, fragment: str = "") -> None:
@@ -103,7 +80,7 @@ def test_every_control_has_a_label_and_the_regions_are_named(driver: Any, host: 
     sections = driver.execute_script(
         "return [...document.querySelectorAll('section')].filter((s) => !s.getAttribute('aria-labelledby')).length"
     )
-    screenshot(driver, "loaded")
+    screenshot(driver, "inspector-loaded")
 
     assert unlabelled == []
     assert sections == 0
@@ -139,7 +116,7 @@ def test_a_message_sent_from_the_keyboard_streams_in_and_is_stored(driver: Any, 
     before = turns_sent(driver)
     ActionChains(driver).send_keys("My name is Ada.", Keys.ENTER).perform()
     wait(driver, lambda d: turns_sent(d) > before)
-    screenshot(driver, "streamed")
+    screenshot(driver, "inspector-streamed")
 
     answer = "[offline model] Noted: your name is Ada. (0 earlier messages in this conversation.)"
     texts = [text for text in driver.execute_script("return window.replyTexts") if text]
@@ -161,7 +138,7 @@ def test_a_pending_tool_is_approved_beside_the_message_that_asked(driver: Any, h
     open_inspector(driver, host, "#agent=assistant&conversation=a1")
     send(driver, "use cancel_order order_id=A1")
     wait(driver, lambda d: css(d, "#transcript li.message.asks-approval"))
-    screenshot(driver, "approval-pending")
+    screenshot(driver, "inspector-approval-pending")
     asking = css(driver, "#transcript li.message.asks-approval")[0]
     approve = asking.find_elements("css selector", ".approval-actions button")[0]
     pointer = css(driver, "#approvals li.approval a")[0]
@@ -174,7 +151,7 @@ def test_a_pending_tool_is_approved_beside_the_message_that_asked(driver: Any, h
     before = turns_sent(driver)
     approve.send_keys(Keys.ENTER)  # a keyboard press on the button
     wait(driver, lambda d: turns_sent(d) > before)
-    screenshot(driver, "approval-done")
+    screenshot(driver, "inspector-approval-done")
 
     transcript = [item.text for item in css(driver, "#transcript .message")]
     summary = host.request("GET", "/api/agents/assistant/conversations/a1").json()
@@ -191,7 +168,7 @@ def test_a_deleted_conversation_is_shown_as_deleted(driver: Any, host: RunningHo
     assert host.request("DELETE", "/api/agents/assistant/conversations/d1").status in (202, 204)
     open_conversation(driver, "d1")
     wait(driver, lambda d: d.find_element("id", "conversation-title").text.endswith(": deleted"))
-    screenshot(driver, "deleted")
+    screenshot(driver, "inspector-deleted")
 
     deleted_at = by_id(driver, "deleted-at")
     assert by_id(driver, "conversation-title").text == "Conversation d1 (agent assistant): deleted"
@@ -206,7 +183,7 @@ def test_a_deleted_conversation_is_shown_as_deleted(driver: Any, host: RunningHo
 def test_a_failed_turn_shows_what_it_was_sent(driver: Any, host: RunningHost) -> None:
     open_inspector(driver, host, "#agent=broken&conversation=f1")
     send(driver, "Please summarise my orders.")
-    screenshot(driver, "failed-turn")
+    screenshot(driver, "inspector-failed-turn")
 
     (failed,) = css(driver, "#transcript li.failed-turn")
     row = css(driver, "#turns-table tbody tr")[0]
@@ -252,7 +229,7 @@ def test_retention_is_changed_from_its_form_and_the_chart_shows_the_budget(drive
     wait(driver, lambda d: "Retention is now follow_compaction" in d.find_element("id", "status").text)
     for text in ("I am a pilot.", "My city is Paris.", "My pet is Rex.", "My color is green."):
         send(driver, text)
-    screenshot(driver, "retention")
+    screenshot(driver, "inspector-retention")
 
     stored = host.request("GET", "/api/agents/assistant/conversations/r1").json()
     points = driver.execute_script("return document.querySelectorAll('#size-chart circle.point').length")
@@ -275,8 +252,8 @@ def test_compaction_shows_excluded_messages_dimmed_and_summaries_linked(driver: 
     open_inspector(driver, host, "#agent=assistant&conversation=s1")
     for text in ("My name is Ada.", "use get_weather for Paris", "My city is Paris.", "I am a pilot."):
         send(driver, text)
-    screenshot(driver, "compaction")
-    screenshot(driver, "compaction-top", full_page=False)  # docs/inspector.png is this one
+    screenshot(driver, "inspector-compaction")
+    screenshot(driver, "inspector-compaction-top", full_page=False)  # docs/inspector.png is this one
 
     excluded = css(driver, "#transcript li.message.excluded")
     summary = css(driver, "#transcript li.message.summary-message")[-1]
@@ -301,7 +278,7 @@ def test_a_narrow_window_shows_one_column_without_sideways_scrolling(driver: Any
     overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
     sidebar = css(driver, "#conversations-view .sidebar")[0].rect
     content = by_id(driver, "conversation").rect
-    screenshot(driver, "narrow")
+    screenshot(driver, "inspector-narrow")
 
     assert overflow <= 0
     assert content["y"] > sidebar["y"] and abs(content["x"] - sidebar["x"]) < 4
@@ -311,7 +288,7 @@ def test_a_workflow_run_waiting_for_a_person_is_answered_from_its_form(driver: A
     run = host.request("POST", "/api/workflows/review/runs", {"input": "Draft a note.", "wait": True}).json()
     open_inspector(driver, host, f"#workflow=review&run={run['runId']}")
     wait(driver, lambda d: css(d, "#requests li.request"))
-    screenshot(driver, "workflow-waiting")
+    screenshot(driver, "inspector-workflow-waiting")
 
     request = css(driver, "#requests li.request")[0]
     field = request.find_element("css selector", "textarea")
@@ -321,7 +298,7 @@ def test_a_workflow_run_waiting_for_a_person_is_answered_from_its_form(driver: A
     field.send_keys("true")
     request.find_element("css selector", "button[type=submit]").click()
     wait(driver, lambda d: d.find_element("id", "run-status").text == "completed")
-    screenshot(driver, "workflow-done")
+    screenshot(driver, "inspector-workflow-done")
 
     outputs = by_id(driver, "outputs").text
     # The run list is loaded again after the run view: wait until it shows the run completed too.
@@ -335,7 +312,7 @@ def test_a_workflow_tool_approval_reads_as_the_tool_and_its_arguments(driver: An
     run = host.request("POST", "/api/workflows/cleanup/runs", start).json()
     open_inspector(driver, host, f"#workflow=cleanup&run={run['runId']}")
     wait(driver, lambda d: css(d, "#requests li.request"))
-    screenshot(driver, "workflow-tool-approval")
+    screenshot(driver, "inspector-workflow-tool-approval")
 
     request = css(driver, "#requests li.request")[0]
     what = request.find_element("css selector", ".request-what").text

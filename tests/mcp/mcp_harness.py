@@ -28,7 +28,6 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 T = TypeVar("T")
 Transport = Literal["streamable", "sse"]
 MCP_PATH = "/runtime/webhooks/mcp"
-CONVERSATIONS = "/api/agents/{agent}/conversations"
 
 
 @asynccontextmanager
@@ -87,18 +86,6 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
 def call_tool(running: RunningHost, name: str, arguments: dict[str, Any], **options: Any) -> types.CallToolResult:
     """One tool call in a session of its own, as an MCP client that connects per call would make it."""
     return with_session(running, lambda session: session.call_tool(name, arguments), **options)
-
-
-def texts(result: types.CallToolResult) -> list[str]:
-    """The text blocks of a tool result."""
-    return [block.text for block in result.content if isinstance(block, types.TextContent)]
-
-
-def transcript(running: RunningHost, conversation_id: str, agent: str = "assistant") -> list[tuple[str, str]]:
-    """The conversation as the HTTP API shows it: (role, text) per message."""
-    reply = running.request("GET", f"{CONVERSATIONS.format(agent=agent)}/{conversation_id}/messages")
-    assert reply.status == 200, reply.body
-    return [(message["role"], message["text"]) for message in reply.json()["messages"]]
 
 
 def post_raw(

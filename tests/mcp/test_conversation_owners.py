@@ -1,11 +1,10 @@
 """Per-user conversations (`conversation_owners`), through the real HTTP triggers and MCP on the local host: another
-principal meets exactly the 404 of a conversation that does not exist on every route and changes nothing, a request
-naming nobody is 401, listing shows the caller's own, and the admin key reaches every conversation."""
+principal meets exactly the 404 of a conversation that does not exist on every route and changes nothing, the owner
+reaches it on every route, listing shows the caller's own, and a conversation stored before owners were on is the
+admin key's. The single-route checks run on the in-memory app (tests/front_ends/test_owner_checks.py)."""
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,22 +12,11 @@ from typing import Any
 import pytest
 from apps import build_app, make_agent
 from hosting import RunningHost
-from mcp_harness import call_tool, texts
+from mcp_harness import call_tool
+from principals import ADMIN, ADMIN_KEY, ALICE, BOB, C1, CONVERSATIONS, snapshot, started
+from tool_results import texts
 
 from agent_host import ConversationNotFoundError, OfflineChatClient
-from agent_host._http.openai_responses import ResponseRef
-
-ADMIN_KEY = "admin-Key-Of-The-Test-777"
-ALICE = {"X-MS-CLIENT-PRINCIPAL-ID": "alice-oid"}
-# Bob's principal arrives only as App Service's base64 JSON, so the claim lookup is exercised too.
-BOB = {
-    "X-MS-CLIENT-PRINCIPAL": base64.b64encode(
-        json.dumps({"auth_typ": "aad", "claims": [{"typ": "oid", "val": "bob-oid"}]}).encode()
-    ).decode()
-}
-ADMIN = {"x-functions-key": ADMIN_KEY}
-CONVERSATIONS = "/api/agents/assistant/conversations"
-C1 = f"{CONVERSATIONS}/c1"
 
 
 @pytest.fixture
@@ -42,19 +30,6 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningHos
     running = RunningHost(app, tmp_path)
     yield running
     running.stop()
-
-
-def started(host: RunningHost) -> str:
-    """Alice's conversation c1 after one turn; the turn's id."""
-    reply = host.request("POST", f"{C1}/turns", {"message": "My name is Ada."}, headers=ALICE)
-    assert reply.status == 200, reply.body
-    return str(reply.json()["turnId"])
-
-
-def snapshot(host: RunningHost) -> tuple[Any, Any]:
-    conversation = host.request("GET", C1, headers=ADMIN).json()
-    messages = host.request("GET", f"{C1}/messages?includeExcluded=true", headers=ADMIN).json()
-    return conversation, messages
 
 
 def conversation_routes(turn_id: str) -> list[tuple[str, str, Any, dict[str, str]]]:
@@ -135,31 +110,6 @@ def test_listing_shows_each_principal_its_own_and_the_admin_key_every_one(host: 
     assert listed(ADMIN) == ["b1", "c1"]
 
 
-def test_the_admin_key_reads_and_changes_any_conversation(host: RunningHost) -> None:
-    started(host)
-
-    read = host.request("GET", f"{C1}/messages", headers=ADMIN)
-    turn = host.request("POST", f"{C1}/turns", {"message": "What is my name?"}, headers=ADMIN)
-    owner_after = host.request("GET", C1, headers=ALICE)
-
-    assert read.status == 200 and read.json()["messages"][0]["text"] == "My name is Ada."
-    assert turn.status == 200 and turn.json()["text"] == "[offline model] Your name is Ada."
-    assert owner_after.status == 200 and owner_after.json()["turnCount"] == 2  # still Alice's
-
-
-@pytest.mark.parametrize("headers", [{}, {"x-functions-key": "not-the-admin-key"}], ids=["nothing", "function-key"])
-def test_a_request_naming_no_principal_is_401(host: RunningHost, headers: dict[str, str]) -> None:
-    turn = host.request("POST", f"{C1}/turns", {"message": "Hi"}, headers=headers)
-    listing = host.request("GET", CONVERSATIONS, headers=headers)
-    tool = call_tool(host, "assistant", {"query": "Hi", "sessionId": "c1"}, headers=headers)
-
-    for reply in (turn, listing):
-        assert reply.status == 401
-        assert reply.json()["error"]["code"] == "unauthenticated"
-    assert tool.is_error and tool.structured_content["error"]["code"] == "unauthenticated"
-    assert host.request("GET", C1, headers=ADMIN).status == 404  # nothing was created
-
-
 def test_a_conversation_stored_before_owners_were_on_is_reached_only_with_the_admin_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -181,49 +131,3 @@ def test_a_conversation_stored_before_owners_were_on_is_reached_only_with_the_ad
 
     assert hooked.status == 404 and hooked.json() == ConversationNotFoundError("assistant", "c1").body()
     assert admin.status == 200 and admin.json()["turnCount"] == 1
-
-
-def test_a_retention_change_creates_a_conversation_its_principal_owns(host: RunningHost) -> None:
-    retention = {"mode": "auto", "maxStateBytes": 300000}
-    created = host.request("PUT", f"{CONVERSATIONS}/r1/retention", retention, headers=BOB)
-
-    assert created.status == 200, created.body
-    assert host.request("GET", f"{CONVERSATIONS}/r1", headers=BOB).status == 200
-    other = host.request("GET", f"{CONVERSATIONS}/r1", headers=ALICE)
-    assert other.status == 404 and other.json() == ConversationNotFoundError("assistant", "r1").body()
-
-
-def test_a_deleted_conversation_reads_as_never_existing_to_another_principal(host: RunningHost) -> None:
-    started(host)
-    assert host.request("DELETE", C1, headers=ALICE).status == 204
-
-    owner = host.request("GET", C1, headers=ALICE)
-    other = host.request("GET", C1, headers=BOB)
-    taken = host.request("POST", f"{C1}/turns", {"message": "Mine now?"}, headers=BOB)
-
-    assert owner.json() == ConversationNotFoundError("assistant", "c1", deleted=True).body()
-    assert other.json() == ConversationNotFoundError("assistant", "c1").body()
-    assert taken.status == 404  # the id stays its owner's
-
-
-def test_another_principal_cannot_reach_a_conversation_through_the_openai_responses_api(host: RunningHost) -> None:
-    turn_id = started(host)
-    before = snapshot(host)
-    alices = ResponseRef("assistant", "c1", turn_id).response_id
-    responses = "/api/openai/v1/responses"
-
-    continued = host.request(
-        "POST", responses, {"model": "assistant", "input": "Name?", "conversation": "c1"}, headers=BOB
-    )
-    chained = host.request(
-        "POST", responses, {"model": "assistant", "input": "Name?", "previous_response_id": alices}, headers=BOB
-    )
-    retrieved = host.request("GET", f"{responses}/{alices}", headers=BOB)
-    own = host.request("GET", f"{responses}/{alices}", headers=ALICE)
-    host.wait_idle()
-
-    assert [reply.status for reply in (continued, chained, retrieved)] == [404, 404, 404]
-    assert continued.json()["error"]["code"] == "conversation_not_found"
-    assert retrieved.json()["error"]["code"] == "conversation_not_found"
-    assert own.status == 200 and own.json()["status"] == "completed"
-    assert snapshot(host) == before

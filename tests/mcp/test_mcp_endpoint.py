@@ -23,7 +23,8 @@ from apps import build_app, make_agent
 from chat_clients import ScriptedChatClient
 from hosting import RunningHost
 from mcp import ClientSession
-from mcp_harness import MCP_PATH, call_tool, open_stream, post_raw, serve, sse_data, texts, with_session
+from mcp_harness import MCP_PATH, call_tool, open_stream, post_raw, serve, sse_data, with_session
+from tool_results import texts
 
 from agent_host import OfflineChatClient
 from agent_host._local_host.mcp_endpoint import MAX_OWED_ANSWERS

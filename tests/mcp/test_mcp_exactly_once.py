@@ -16,7 +16,8 @@ from faults import deliver_twice
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.types import CallToolResult
-from mcp_harness import CONVERSATIONS, MCP_PATH, call_tool, post_raw, serve, sse_data, texts, transcript, with_session
+from mcp_harness import MCP_PATH, call_tool, post_raw, serve, sse_data, with_session
+from tool_results import CONVERSATIONS, texts, transcript
 
 from agent_host import HostSettings
 

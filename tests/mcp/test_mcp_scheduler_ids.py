@@ -7,7 +7,8 @@ from collections.abc import Callable
 from apps import make_agent
 from chat_clients import ScriptedChatClient
 from hosting import RunningHost
-from mcp_harness import call_tool, serve, texts
+from mcp_harness import call_tool, serve
+from tool_results import texts
 
 from agent_host import HostSettings
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from hosting import child_pythonpath, free_port
 from mcp import ClientSession
-from mcp_harness import MCP_PATH, open_session, texts
+from mcp_harness import MCP_PATH, open_session
+from tool_results import texts
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = """

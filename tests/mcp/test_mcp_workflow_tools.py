@@ -17,8 +17,8 @@ from apps import make_agent
 from hosting import RunningHost
 from mcp import ClientSession
 from mcp.types import CallToolResult
-from mcp_harness import call_tool, texts, with_session
-from test_mcp_agent_tools import AGENT_SCHEMA
+from mcp_harness import call_tool, with_session
+from tool_results import AGENT_SCHEMA, texts
 from workflow_apps import EXECUTIONS, Shout, Slow, workflow_tool_app
 
 from agent_host import AgentFunctionApp, HostSettings, OfflineChatClient

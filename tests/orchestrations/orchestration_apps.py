@@ -1,39 +1,21 @@
 """An app with three agents (writer, editor, broken) and the orchestrators the orchestration tests run.
 
-The writer and editor reply with every user message they were sent, so a reply shows which history reached the
-model; with a `response_format` they answer JSON, or a malformed answer when asked for one.
+The orchestrators that also run on the standalone worker are one line each around a scenario of
+`orchestration_scenarios` (which also holds the scripted model, `heard_script`, and `Verdict`).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from typing import Any
-
 import azure.durable_functions as df
-from agent_framework import Agent, Message
+import orchestration_scenarios as scenarios
+from agent_framework import Agent
 from chat_clients import FailingChatClient, ScriptedChatClient
-from pydantic import BaseModel
+from orchestration_scenarios import Verdict, heard_script
 
 from agent_host import AgentFunctionApp, AgentTurnError, HostSettings
 from agent_host._clock import SYSTEM_CLOCK, Clock
 
-
-class Verdict(BaseModel):
-    """The structured answer the review orchestration asks for."""
-
-    approved: bool
-    reason: str
-
-
-def heard_script(messages: list[Message], options: Mapping[str, Any]) -> Message:
-    """Reply with every user message received, or, for a structured request, a Verdict as JSON."""
-    users = [message.text for message in messages if message.role == "user"]
-    if options.get("response_format") is not None:
-        if "malformed" in users[-1]:
-            return Message("assistant", ['{"approved": "perhaps"}'])
-        return Message("assistant", [json.dumps({"approved": "ship" in users[-1], "reason": f"read: {users[-1]}"})])
-    return Message("assistant", [f"heard: {' | '.join(users)}"])
+__all__ = ["Verdict", "build_orchestration_app", "heard_script"]
 
 
 def build_orchestration_app(
@@ -58,35 +40,20 @@ def build_orchestration_app(
 
     @app.orchestration_trigger(context_name="context")
     def chain(context: df.DurableOrchestrationContext):  # type: ignore[no-untyped-def]
-        writer = app.get_agent(context, "writer")
-        session = writer.create_session()
-        draft = yield writer.run("Write a haiku about rain.", session=session)
-        better = yield writer.run("Make it sadder.", session=session)
-        return {"draft": draft.text, "better": better.text, "conversation": session.conversation_id}
+        return (yield from scenarios.chain(app.get_agent(context, "writer")))
 
     @app.orchestration_trigger(context_name="context")
     def join(context: df.DurableOrchestrationContext):  # type: ignore[no-untyped-def]
-        request = context.get_input()
-        writer = app.get_agent(context, "writer")
-        session = writer.create_session(session_id=request["conversation"])
-        response = yield writer.run(request["message"], session=session)
-        return response.text
+        return (yield from scenarios.join(app.get_agent(context, "writer"), context.get_input()))
 
     @app.orchestration_trigger(context_name="context")
     def fan_out(context: df.DurableOrchestrationContext):  # type: ignore[no-untyped-def]
-        writer = app.get_agent(context, "writer")
-        editor = app.get_agent(context, "editor")
-        tasks = [writer.run(f"Write about {topic}.", session=writer.create_session()) for topic in context.get_input()]
-        tasks.append(editor.run("Say which topic is best.", session=editor.create_session()))
-        responses = yield context.task_all(tasks)
-        return [response.text for response in responses]
+        agents = app.get_agent(context, "writer"), app.get_agent(context, "editor")
+        return (yield from scenarios.fan_out(*agents, context.get_input(), context.task_all))
 
     @app.orchestration_trigger(context_name="context")
     def review(context: df.DurableOrchestrationContext):  # type: ignore[no-untyped-def]
-        editor = app.get_agent(context, "editor")
-        response = yield editor.run(context.get_input(), options={"response_format": Verdict})
-        verdict = response.value
-        return {"type": type(verdict).__name__, "approved": verdict.approved, "reason": verdict.reason}
+        return (yield from scenarios.review(app.get_agent(context, "editor"), context.get_input()))
 
     @app.orchestration_trigger(context_name="context")
     def review_or_report(context: df.DurableOrchestrationContext):  # type: ignore[no-untyped-def]

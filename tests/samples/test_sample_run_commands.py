@@ -1,4 +1,6 @@
-"""Each sample's README gives the command that serves it from the sample's folder: that command, as written, serves.
+"""Each function app sample's README gives the command that serves it from the sample's folder: that command, as
+written, serves. (samples/container_apps_dts is no function app: tests/deployment/test_container_apps_sample.py runs
+its worker command.)
 
 The command is run by bash in the sample's folder, as a reader pastes it, with only a free port and a temporary
 state folder added; the test waits for the local host's health route to answer, then stops it and reads what it
@@ -21,7 +23,7 @@ import pytest
 from hosting import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = sorted(path.parent for path in (ROOT / "samples").glob("*/README.md"))
+SAMPLES = sorted(path.parent for path in (ROOT / "samples").glob("*/function_app.py"))
 MODEL_SETTINGS = ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 _BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
 STARTUP_SECONDS = 60

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from apps import build_app, make_agent
+from browser import start_browser
 from hosting import RunningHost
-from inspector.browser import start_browser
 
 from agent_host import OfflineChatClient
 

@@ -1,34 +1,21 @@
-"""The standalone worker's fixtures: durabletask's in-memory backend (a real gRPC sidecar in this process), workers
-that start and stop around the agents a test hosts, and AgentClients on the same task hub."""
+"""The standalone worker's fixtures: durabletask's in-memory backend (a real gRPC sidecar in this process), emptied
+for each test. Workers and AgentClients on it come from `workers.py`."""
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
-from agent_framework import SupportsAgentRun
-from durabletask.client import TaskHubGrpcClient
 from durabletask.testing import InMemoryOrchestrationBackend, create_test_backend
-from durabletask.worker import TaskHubGrpcWorker
+from hosting import free_port
 
-from agent_host import HostSettings
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
-from agent_host.worker import AgentClient, AgentWorker, worker_options
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
 def in_memory_backend() -> Iterator[tuple[InMemoryOrchestrationBackend, str]]:
     """The backend, started once for the session, and its address."""
-    port = _free_port()
+    port = free_port()
     backend = create_test_backend(port=port)
     yield backend, f"localhost:{port}"
     backend.stop()
@@ -42,28 +29,3 @@ def hub(in_memory_backend: tuple[InMemoryOrchestrationBackend, str]) -> Iterator
     CONVERSATION_CACHE.clear()
     yield address
     CONVERSATION_CACHE.clear()
-
-
-@contextmanager
-def running_worker(
-    address: str, agents: Sequence[SupportsAgentRun], *, settings: HostSettings | None = None, **kwargs: Any
-) -> Iterator[AgentWorker]:
-    """A started worker hosting `agents`; orchestrators in `kwargs["orchestrators"]` are registered too."""
-    worker = TaskHubGrpcWorker(host_address=address, **worker_options())
-    hosted = AgentWorker(worker, agents, settings=settings or HostSettings())
-    for orchestrator in kwargs.get("orchestrators", ()):
-        worker.add_orchestrator(orchestrator)
-    worker.start()
-    try:
-        yield hosted
-    finally:
-        worker.stop()
-
-
-@contextmanager
-def agent_client(address: str, **kwargs: Any) -> Iterator[AgentClient]:
-    client = TaskHubGrpcClient(host_address=address)
-    try:
-        yield AgentClient(client, settings=kwargs.pop("settings", None) or HostSettings(), **kwargs)
-    finally:
-        client.close()

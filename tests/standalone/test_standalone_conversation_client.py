@@ -1,6 +1,7 @@
 """The conversation client seam on durabletask (`DurableTaskConversationClient`): reads give the read model, a
-backend that cannot answer is `storage_unavailable`, a turn carries the caller's trace, and the parts not built on
-the worker (importing published conversations, idle expiry) do nothing."""
+backend that cannot answer is `storage_unavailable`, a turn carries the caller's trace, two parts do nothing on the
+worker (watching idle expiry: each conversation entity schedules its own checks; importing published conversations:
+not built), and the list's pages (`TaskHubConversations`) come with their stored states when asked for."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from agent_host import HostSettings, StorageUnavailableError
 from agent_host._clock import SYSTEM_CLOCK
 from agent_host._contract import AgentRoute
 from agent_host.worker import AgentClient
-from agent_host.worker._conversation_client import DurableTaskConversationClient
+from agent_host.worker._conversation_client import DurableTaskConversationClient, TaskHubConversations
 
-from .conftest import agent_client, running_worker
+from .workers import agent_client, running_worker
 
 ROUTE = AgentRoute(name="assistant", entity_name="conversation_assistant", history="")
 
@@ -61,10 +62,37 @@ def test_a_backend_that_cannot_be_reached_is_storage_unavailable() -> None:
         asyncio.run(conversations.signal("c1", "run", {"turnId": "0000000000a1234abcd", "message": "Hello"}))
     with pytest.raises(StorageUnavailableError) as send:
         AgentClient(raw, settings=HostSettings()).conversation("assistant", "c1").send("Hello")
+
+    with pytest.raises(StorageUnavailableError) as listed:
+        asyncio.run(
+            TaskHubConversations(raw).conversation_page(ROUTE, top=5, continuation_token=None, fetch_state=False)
+        )
     raw.close()
 
-    assert read.value.code == signal.value.code == send.value.code == "storage_unavailable"
+    assert read.value.code == signal.value.code == send.value.code == listed.value.code == "storage_unavailable"
     assert "UNAVAILABLE" in read.value.message and "refused the signal" in signal.value.message
+    assert "could not list the conversations" in listed.value.message
+
+
+def test_a_page_fetched_with_state_carries_each_conversations_stored_text(hub: str) -> None:
+    raw = TaskHubGrpcClient(host_address=hub)
+
+    with running_worker(hub, [make_agent(ScriptedChatClient())]), agent_client(hub) as client:
+        for conversation in ("c1", "c2", "c3"):
+            client.conversation("assistant", conversation).send(f"Hello from {conversation}")
+        first = asyncio.run(
+            TaskHubConversations(raw).conversation_page(ROUTE, top=2, continuation_token=None, fetch_state=True)
+        )
+        stored = raw.get_entity(EntityInstanceId(ROUTE.entity_name, "c1"), include_state=True)
+    raw.close()
+
+    assert [item["entityId"] for item in first.items] == [
+        {"name": "conversation_assistant", "key": "c1"},
+        {"name": "conversation_assistant", "key": "c2"},
+    ]
+    assert stored is not None and first.items[0]["state"] == stored.get_state()
+    assert "Hello from c1" in first.items[0]["state"] and "Hello from c2" in first.items[1]["state"]
+    assert first.continuation_token == "after:c2"
 
 
 class SignalRecorder:

@@ -25,7 +25,7 @@ from agent_host import (
 from agent_host._conversation.state_cache import CONVERSATION_CACHE
 from agent_host.worker import AgentWorker, worker_options
 
-from .conftest import agent_client, running_worker
+from .workers import agent_client, running_worker
 
 
 def sent_texts(client: ScriptedChatClient, call: int) -> list[str]:
@@ -212,29 +212,6 @@ def test_a_client_told_the_hosted_agents_refuses_any_other(hub: str) -> None:
         client.conversation("planner", "c1")
 
     assert unknown.value.code == "agent_not_found" and "assistant" in unknown.value.message
-
-
-def test_an_orchestration_takes_turns_through_get_agent_in_one_session(hub: str) -> None:
-    model = ScriptedChatClient()
-    workers: list[AgentWorker] = []
-
-    def chat(context: task.OrchestrationContext, conversation_id: str) -> object:
-        agent = workers[0].get_agent(context, "assistant")
-        session = agent.create_session(session_id=conversation_id)
-        first = yield agent.run("My name is Ada.", session=session)
-        second = yield agent.run("What is my name?", session=session)
-        return [first.text, second.text]
-
-    with running_worker(hub, [make_agent(model)], orchestrators=[chat]) as worker, agent_client(hub) as client:
-        workers.append(worker)
-        instance = client.client.schedule_new_orchestration(chat, input="c1")
-        state = client.client.wait_for_orchestration_completion(instance, timeout=30)
-        transcript = client.conversation("assistant", "c1").messages()
-
-    assert state is not None and state.serialized_output is not None
-    assert json.loads(state.serialized_output) == ["reply 1: My name is Ada.", "reply 2: What is my name?"]
-    assert "My name is Ada." in sent_texts(model, 1)
-    assert len(transcript) == 4
 
 
 def test_a_failed_turn_fails_the_orchestrations_task_naming_its_code(hub: str) -> None:

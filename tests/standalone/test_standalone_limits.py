@@ -14,7 +14,7 @@ from agent_host._contract import SCHEDULER_MAX_INSTANCE_ID_LENGTH
 from agent_host._retention_settings import MAX_STATE_BYTES_CEILING
 from agent_host.worker import AgentClient, AgentWorker, worker_options
 
-from .conftest import agent_client, running_worker
+from .workers import agent_client, running_worker
 
 ENTITY_PREFIX = "@conversation_assistant@"
 LONGEST_ID = SCHEDULER_MAX_INSTANCE_ID_LENGTH - len(ENTITY_PREFIX)

@@ -15,7 +15,7 @@ from chat_clients import ScriptedChatClient
 
 from agent_host._event_loop import AGENT_LOOP
 
-from .conftest import agent_client, running_worker
+from .workers import agent_client, running_worker
 
 TURNS = [
     "My name is Ada.",

@@ -1,18 +1,22 @@
 """`python -m agent_host worker`: the real command in a process of its own, hosting an app module's agent on the
-in-memory backend this test process runs, serving its HTTP API; and its startup mistakes, one line each."""
+in-memory backend this test process runs, serving its HTTP API (streamed turns through the store its settings name);
+and its startup mistakes, one line each."""
 
 from __future__ import annotations
 
-import os
+import asyncio
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from hosting import child_pythonpath, free_port, request_at, start_command
+from hosting import command_environment, free_port, only_stderr_line, request_at, run_command, start_command
+from streams import parse_sse
 
+from agent_host._streaming.channel import stream_key
+from agent_host._streaming.selection import STREAM_STORE_SETTING
+from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host.worker import API_KEY_SETTING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +33,7 @@ not_an_agent = 42
 
 
 def environment(**settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_OPENAI", "OPENAI_", "AGENT_HOST_"))}
-    env["PYTHONPATH"] = child_pythonpath(ROOT)
-    env.update(settings)
-    return env
+    return command_environment(ROOT, **settings)
 
 
 @pytest.fixture
@@ -42,30 +43,23 @@ def app_dir(tmp_path: Path) -> Path:
 
 
 def run_until_exit(app_dir: Path, *arguments: str, **settings: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "agent_host", "worker", *arguments]
-    return subprocess.run(
-        command, cwd=app_dir, env=environment(**settings), capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-def only_line(result: subprocess.CompletedProcess[str]) -> str:
-    """The one line the command printed on stderr; it exited 1 and printed nothing else."""
-    assert result.returncode == 1, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
+    return run_command(app_dir, ["worker", *arguments], environment(**settings))
 
 
 def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(hub: str, app_dir: Path) -> None:
     port = free_port()
     arguments = ["worker", "--app", "worker_app:agent", "--port", str(port), "--sidecar", hub]
-    process = start_command(app_dir, arguments, environment(**{API_KEY_SETTING: KEY}))
+    streams = app_dir / "streams.sqlite3"
+    settings = {API_KEY_SETTING: KEY, STREAM_STORE_SETTING: f"sqlite:{streams}"}
+    process = start_command(app_dir, arguments, environment(**settings))
     base_url = f"http://127.0.0.1:{port}"
     key = {"Authorization": f"Bearer {KEY}"}
     try:
         first = request_at(base_url, "POST", f"{BASE}/c1/turns", {"message": "My name is Ada."}, headers=key)
         second = request_at(base_url, "POST", f"{BASE}/c1/turns", {"message": "What is my name?"}, headers=key)
+        streamed = request_at(
+            base_url, "POST", f"{BASE}/c1/turns", {"message": "Hi."}, headers={**key, "Accept": "text/event-stream"}
+        )
         refused = request_at(base_url, "GET", f"{BASE}/c1")
     finally:
         process.send_signal(signal.SIGTERM)
@@ -73,9 +67,18 @@ def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(h
     assert process.stdout is not None
     output = process.stdout.read()
     process.stdout.close()
+    turn_id = streamed.headers["location"].rsplit("/", 1)[1]
+    store = SqliteStreamStore(streams)
+    written = asyncio.run(store.read(stream_key("conversation_assistant", "c1", turn_id)))
+    store.close()
 
     assert first.status == second.status == 200
     assert second.json()["text"] == "[offline model] Your name is Ada."
+    # The streamed turn's events are the ones the worker wrote to the store its settings name, then the last one.
+    events = parse_sse(streamed.body)
+    assert [(e.id, e.event, e.data) for e in events[:-1]] == [(e.id, e.event, e.data) for e in written]
+    assert [e.event for e in written][:2] == ["turn.started", "message.delta"]
+    assert events[-1].event == "turn.completed"
     assert refused.status == 401 and refused.json()["error"]["code"] == "unauthenticated"
     assert exit_code == 0, output
     assert "Traceback" not in output
@@ -85,7 +88,7 @@ def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(h
 def test_without_the_api_key_setting_the_command_says_how_to_set_it(app_dir: Path) -> None:
     result = run_until_exit(app_dir, "--app", "worker_app:agent", "--port", str(free_port()))
 
-    assert only_line(result) == (
+    assert only_stderr_line(result) == (
         "agent_host worker: The HTTP API needs a key and AGENT_HOST_API_KEY is not set. Set it to a secret (clients "
         "send it as Authorization: Bearer <key>), give asgi_app(auth=...) a hook of your own, or pass auth=None to "
         "serve without authentication (only behind a gateway that authenticates, or on loopback). From the command "
@@ -96,17 +99,17 @@ def test_without_the_api_key_setting_the_command_says_how_to_set_it(app_dir: Pat
 def test_a_module_not_found_is_one_line(app_dir: Path) -> None:
     result = run_until_exit(app_dir, "--app", "missing_app:agent", "--no-auth")
 
-    assert only_line(result).startswith(
+    assert only_stderr_line(result).startswith(
         f"agent_host worker: --app missing_app:agent: there is no module 'missing_app' in the working directory "
         f"({app_dir}) or on PYTHONPATH"
     )
-    assert only_line(result).endswith("Run worker from the app's folder, or name the module with --app.")
+    assert only_stderr_line(result).endswith("Run worker from the app's folder, or name the module with --app.")
 
 
 def test_an_attribute_that_is_no_agent_is_one_line(hub: str, app_dir: Path) -> None:
     result = run_until_exit(app_dir, "--app", "worker_app:not_an_agent", "--no-auth", "--sidecar", hub)
 
-    assert only_line(result) == (
+    assert only_stderr_line(result) == (
         "agent_host worker: --app names a int; name an agent, a list of agents, or a function that takes the "
         "AgentWorker and registers agents on it (hosted.add_agent(agent, ...))."
     )
@@ -119,7 +122,7 @@ def test_a_port_in_use_is_one_line(app_dir: Path) -> None:
         port = taken.getsockname()[1]
         result = run_until_exit(app_dir, "--app", "worker_app:agent", "--no-auth", "--port", str(port))
 
-    assert only_line(result) == (
+    assert only_stderr_line(result) == (
         f"agent_host worker: port {port} on 127.0.0.1 is already in use (another serve, or func start?). Stop that "
         "process, or choose another port with --port."
     )
@@ -129,7 +132,16 @@ def test_an_unreachable_sidecar_is_one_line(app_dir: Path) -> None:
     sidecar = f"localhost:{free_port()}"
     result = run_until_exit(app_dir, "--app", "worker_app:agent", "--no-auth", "--sidecar", sidecar)
 
-    assert only_line(result) == (
+    assert only_stderr_line(result) == (
         f"agent_host worker: cannot reach the durabletask sidecar at {sidecar} (UNAVAILABLE). Start it, or name it "
         "with --sidecar (or --scheduler and --taskhub)."
+    )
+
+
+def test_a_stream_store_setting_that_names_no_store_is_one_line(app_dir: Path) -> None:
+    result = run_until_exit(app_dir, "--app", "worker_app:agent", "--no-auth", **{STREAM_STORE_SETTING: "sqlite:"})
+
+    assert only_stderr_line(result) == (
+        "agent_host worker: AGENT_HOST_STREAM_STORE=sqlite: needs a file path, e.g. "
+        "'sqlite:.agent_host/streams.sqlite3'."
     )

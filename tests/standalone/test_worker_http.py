@@ -130,7 +130,7 @@ def test_the_default_auth_needs_the_api_key_setting(monkeypatch: pytest.MonkeyPa
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("GET", "/api/agents/assistant/conversations"),
+        ("GET", "/api/agents/assistant"),
         ("POST", "/api/workflows/w/runs"),
         ("GET", "/api/inspector"),
         ("POST", "/runtime/webhooks/mcp"),

@@ -8,7 +8,6 @@ when their context ends. Used by this folder's fixtures and by measure_latency.p
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import shutil
 import socket
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import redis
 from hosting import free_port
+from npm_tools import NpmUnavailableError, installed_tree, node
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE_DIR = ROOT / ".tools" / "azurite"
@@ -48,17 +48,11 @@ def installed_azurite() -> Path:
         ServiceUnavailableError: node or npm is missing.
         RuntimeError: `npm ci` failed.
     """
-    npm = shutil.which("npm")
-    if shutil.which("node") is None or npm is None:
-        raise ServiceUnavailableError("node and npm are needed to run Azurite (Node.js 18 or later, with npm)")
-    pinned = json.loads((AZURITE_DIR / "package.json").read_text())["dependencies"]["azurite"]
-    installed = AZURITE_DIR / "node_modules" / "azurite" / "package.json"
-    if not installed.exists() or json.loads(installed.read_text())["version"] != pinned:
-        command = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-        done = subprocess.run(command, cwd=AZURITE_DIR, capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"npm ci in {AZURITE_DIR} failed:\n{done.stdout}\n{done.stderr}")
-    return AZURITE_DIR / "node_modules" / "azurite" / "dist" / "src" / "table" / "main.js"
+    try:
+        modules = installed_tree(AZURITE_DIR)
+    except NpmUnavailableError as exc:
+        raise ServiceUnavailableError(f"{exc} to run Azurite") from exc
+    return modules / "azurite" / "dist" / "src" / "table" / "main.js"
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeout: float = 30.0) -> None:
@@ -79,7 +73,7 @@ def running_azurite() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="azurite-") as workspace:
         process = subprocess.Popen(
             [
-                shutil.which("node") or "node",
+                node(),
                 str(entry),
                 "--tableHost",
                 "127.0.0.1",

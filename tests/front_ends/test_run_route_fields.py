@@ -4,14 +4,13 @@ runs the tools), and `role`. Here each does what it says, on a model that record
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
 from agent_framework import Content, Message, tool
-from apps import build_app, make_agent
+from apps import make_agent
 from chat_clients import EchoScript, ScriptedChatClient
-from hosting import RunningHost
+from front_doors import MemoryFunctionApp, memory_app
 
 NOTE = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
 refunds: list[str] = []
@@ -40,18 +39,15 @@ MODEL = Model()
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    app = lambda: build_app(make_agent(ScriptedChatClient(MODEL), tools=[refund]))  # noqa: E731
-    running = RunningHost(app, tmp_path_factory.mktemp("run-fields"))
-    yield running
-    running.stop()
+def host() -> MemoryFunctionApp:
+    return memory_app(make_agent(ScriptedChatClient(MODEL), tools=[refund]))
 
 
-def run(host: RunningHost, body: dict[str, Any]) -> Any:
+def run(host: MemoryFunctionApp, body: dict[str, Any]) -> Any:
     return host.request("POST", "/api/agents/assistant/run", body)
 
 
-def test_response_format_gives_the_parsed_value_beside_the_text(host: RunningHost) -> None:
+def test_response_format_gives_the_parsed_value_beside_the_text(host: MemoryFunctionApp) -> None:
     MODEL.next_answer = '{"title": "Groceries"}'
 
     reply = run(host, {"message": "Name this list.", "session_id": "rf-1", "response_format": NOTE})
@@ -64,7 +60,7 @@ def test_response_format_gives_the_parsed_value_beside_the_text(host: RunningHos
     }
 
 
-def test_an_answer_not_matching_the_response_format_is_a_failed_turn(host: RunningHost) -> None:
+def test_an_answer_not_matching_the_response_format_is_a_failed_turn(host: MemoryFunctionApp) -> None:
     MODEL.next_answer = '{"name": "Groceries"}'
 
     reply = run(host, {"message": "Name this list.", "session_id": "rf-2", "responseFormat": NOTE})
@@ -75,7 +71,7 @@ def test_an_answer_not_matching_the_response_format_is_a_failed_turn(host: Runni
     assert "'title' is a required property" in reply.json()["error"]["message"]
 
 
-def test_an_invalid_response_format_is_400_before_anything_runs(host: RunningHost) -> None:
+def test_an_invalid_response_format_is_400_before_anything_runs(host: MemoryFunctionApp) -> None:
     calls = len(MODEL.sent)
 
     reply = run(host, {"message": "Name this list.", "session_id": "rf-3", "response_format": {"type": "list"}})
@@ -84,7 +80,7 @@ def test_an_invalid_response_format_is_400_before_anything_runs(host: RunningHos
     assert len(MODEL.sent) == calls
 
 
-def test_enable_tool_calls_false_runs_the_turn_without_tools(host: RunningHost) -> None:
+def test_enable_tool_calls_false_runs_the_turn_without_tools(host: MemoryFunctionApp) -> None:
     refunds.clear()
 
     off = run(host, {"message": "Please refund my order.", "session_id": "tools-1", "enable_tool_calls": False})
@@ -96,7 +92,7 @@ def test_enable_tool_calls_false_runs_the_turn_without_tools(host: RunningHost) 
     assert refunds == ["A-7"]  # only the turn with tools ran the tool
 
 
-def test_a_system_role_message_is_stored_and_replayed_as_system(host: RunningHost) -> None:
+def test_a_system_role_message_is_stored_and_replayed_as_system(host: MemoryFunctionApp) -> None:
     run(host, {"message": "Answer in French.", "session_id": "role-1", "role": "system"})
     run(host, {"message": "Hello.", "session_id": "role-1"})
 

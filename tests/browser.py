@@ -1,4 +1,5 @@
-"""A real headless Chromium driven through Selenium and Debian's chromedriver, for the inspector's browser tests.
+"""A real headless Chromium driven through Selenium and Debian's chromedriver, for the browser tests (the inspector's,
+the AG-UI sample's), and the few ways they find and wait for what a page shows.
 
 Without the browser the tests skip, except under CI (`CI=true`), where they fail: `.ci/run` installs it.
 """
@@ -14,7 +15,8 @@ from typing import Any
 
 import pytest
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+WAIT_SECONDS = 30
 # Chromium's own connections (updates, sync, field trials) are refused on a closed network and would only slow it.
 CHROMIUM_FLAGS = [
     "--headless",
@@ -53,7 +55,7 @@ def start_browser(width: int = 1280, height: int = 1000, flags: tuple[str, ...] 
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    profile = tempfile.mkdtemp(prefix="inspector-chromium-")
+    profile = tempfile.mkdtemp(prefix="tests-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for flag in [*CHROMIUM_FLAGS, *flags, f"--user-data-dir={profile}", f"--window-size={width},{height}"]:
@@ -67,9 +69,9 @@ def start_browser(width: int = 1280, height: int = 1000, flags: tuple[str, ...] 
 
 
 def screenshot(driver: Any, name: str, *, full_page: bool = True) -> Path:
-    """Save the page as tests/artifacts/inspector-<name>.png (the whole page's height when `full_page`)."""
+    """Save the page as tests/artifacts/<name>.png (the whole page's height when `full_page`)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"inspector-{name}.png"
+    path = ARTIFACTS / f"{name}.png"
     driver.execute_script("window.scrollTo(0, 0)")
     if full_page:
         size = driver.get_window_size()
@@ -80,3 +82,25 @@ def screenshot(driver: Any, name: str, *, full_page: bool = True) -> Path:
     else:
         driver.save_screenshot(str(path))
     return path
+
+
+def wait(driver: Any, condition: Any, seconds: float = WAIT_SECONDS) -> Any:
+    """What `condition(driver)` returns once it is truthy; a timeout fails the test."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # A page may render a part again by replacing its elements: an element found a moment ago may be replaced
+    # before it is read, which means "not yet", as a missing element does.
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+
+
+def by_id(driver: Any, element_id: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, element_id)
+
+
+def css(driver: Any, selector: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, selector)

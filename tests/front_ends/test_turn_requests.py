@@ -1,21 +1,20 @@
 """`POST .../turns` asks more of a turn than text: structured output, chat options, and images beside the text.
 
-One local host serves two agents: `planner` on the offline model (its structured answers fit the schema) and
-`recorder` on a scripted model that keeps the options of every call and answers what it is told to.
+One in-memory app (`front_doors`) serves two agents: `planner` on the offline model (its structured answers fit the
+schema) and `recorder` on a scripted model that keeps the options of every call and answers what it is told to.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from apps import build_app, make_agent
+from apps import make_agent
 from chat_clients import EchoScript, ScriptedChatClient
-from hosting import RunningHost
+from front_doors import MemoryFunctionApp, memory_app
 
 from agent_host import HostSettings, OfflineChatClient
 
@@ -32,20 +31,18 @@ LIMIT = 4096
 RECORDING = EchoScript()
 
 
-def app() -> Any:
+def app() -> MemoryFunctionApp:
     planner = make_agent(OfflineChatClient(), "planner")
     recorder = make_agent(ScriptedChatClient(RECORDING), "recorder")
-    return build_app(planner, recorder, settings=HostSettings(max_message_bytes=LIMIT))
+    return memory_app(planner, recorder, settings=HostSettings(max_message_bytes=LIMIT))
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHost]:
-    running = RunningHost(app, tmp_path_factory.mktemp("turn-requests"))
-    yield running
-    running.stop()
+def host() -> MemoryFunctionApp:
+    return app()
 
 
-def test_structured_output_answers_with_its_parsed_value_also_when_read_back(host: RunningHost) -> None:
+def test_structured_output_answers_with_its_parsed_value_also_when_read_back(host: MemoryFunctionApp) -> None:
     body = {"message": "Plan 3 days in Oslo.", "responseFormat": TRIP}
 
     answer = host.request("POST", f"{PLANNER}/trip-1/turns", body)
@@ -57,7 +54,7 @@ def test_structured_output_answers_with_its_parsed_value_also_when_read_back(hos
     assert again.status == 200 and again.json()["value"] == answer.json()["value"]
 
 
-def test_a_turn_without_structured_output_has_no_value(host: RunningHost) -> None:
+def test_a_turn_without_structured_output_has_no_value(host: MemoryFunctionApp) -> None:
     answer = host.request("POST", f"{PLANNER}/trip-2/turns", {"message": "Hello."})
 
     assert answer.status == 200 and "value" not in answer.json()
@@ -71,7 +68,7 @@ def test_a_turn_without_structured_output_has_no_value(host: RunningHost) -> Non
         ({"type": "json_schema", "json_schema": {"name": "a trip", "schema": TRIP}}, "json_schema.name must be"),
     ],
 )
-def test_an_invalid_schema_is_400_and_nothing_runs(host: RunningHost, response_format: Any, problem: str) -> None:
+def test_an_invalid_schema_is_400_and_nothing_runs(host: MemoryFunctionApp, response_format: Any, problem: str) -> None:
     answer = host.request("POST", f"{PLANNER}/trip-3/turns", {"message": "Plan.", "responseFormat": response_format})
     conversation = host.request("GET", f"{PLANNER}/trip-3")
 
@@ -81,7 +78,7 @@ def test_an_invalid_schema_is_400_and_nothing_runs(host: RunningHost, response_f
     assert conversation.status == 404
 
 
-def test_an_answer_that_does_not_match_is_a_failed_turn_kept_in_history(host: RunningHost) -> None:
+def test_an_answer_that_does_not_match_is_a_failed_turn_kept_in_history(host: MemoryFunctionApp) -> None:
     RECORDING.next_answer = '{"city": "Oslo"}'
 
     answer = host.request("POST", f"{RECORDER}/trip-4/turns", {"message": "Plan.", "responseFormat": TRIP})
@@ -94,7 +91,7 @@ def test_an_answer_that_does_not_match_is_a_failed_turn_kept_in_history(host: Ru
     assert [message["text"] for message in messages] == ["Plan.", '{"city": "Oslo"}']
 
 
-def test_chat_options_reach_the_model_under_cores_names(host: RunningHost) -> None:
+def test_chat_options_reach_the_model_under_cores_names(host: MemoryFunctionApp) -> None:
     options = {"temperature": 0.2, "maxTokens": 50, "topP": 0.9, "seed": 7, "toolChoice": "none"}
 
     answer = host.request("POST", f"{RECORDER}/opts-1/turns", {"message": "Hi.", "options": options})
@@ -120,7 +117,7 @@ def test_chat_options_reach_the_model_under_cores_names(host: RunningHost) -> No
     ],
 )
 def test_options_off_the_allow_list_or_out_of_range_are_400(
-    host: RunningHost, options: dict[str, Any], problem: str
+    host: MemoryFunctionApp, options: dict[str, Any], problem: str
 ) -> None:
     answer = host.request("POST", f"{RECORDER}/opts-2/turns", {"message": "Hi.", "options": options})
 
@@ -133,7 +130,7 @@ def png_data_uri(size: int) -> str:
     return "data:image/png;base64," + base64.b64encode(b"\x89PNG" + bytes(size)).decode()
 
 
-def test_contents_are_sent_and_stored_as_one_user_message(host: RunningHost) -> None:
+def test_contents_are_sent_and_stored_as_one_user_message(host: MemoryFunctionApp) -> None:
     image = png_data_uri(64)
     contents = [
         {"type": "text", "text": "What is in these pictures?"},
@@ -170,7 +167,9 @@ def test_contents_are_sent_and_stored_as_one_user_message(host: RunningHost) -> 
         ([{"type": "text", "text": "hi", "role": "system"}], "contents[0] (text) has unknown field(s) role"),
     ],
 )
-def test_malformed_contents_are_400_invalid_contents(host: RunningHost, contents: list[Any], problem: str) -> None:
+def test_malformed_contents_are_400_invalid_contents(
+    host: MemoryFunctionApp, contents: list[Any], problem: str
+) -> None:
     answer = host.request("POST", f"{RECORDER}/pics-2/turns", {"contents": contents})
 
     assert answer.status == 400
@@ -178,7 +177,7 @@ def test_malformed_contents_are_400_invalid_contents(host: RunningHost, contents
     assert problem in answer.json()["error"]["message"]
 
 
-def test_message_and_contents_together_are_refused(host: RunningHost) -> None:
+def test_message_and_contents_together_are_refused(host: MemoryFunctionApp) -> None:
     body = {"message": "Hi.", "contents": [{"type": "text", "text": "Hi."}]}
 
     answer = host.request("POST", f"{RECORDER}/pics-3/turns", body)
@@ -186,7 +185,7 @@ def test_message_and_contents_together_are_refused(host: RunningHost) -> None:
     assert answer.status == 400 and answer.json()["error"]["code"] == "invalid_contents"
 
 
-def test_an_inline_image_over_the_message_limit_is_413(host: RunningHost) -> None:
+def test_an_inline_image_over_the_message_limit_is_413(host: MemoryFunctionApp) -> None:
     contents = [{"type": "text", "text": "Look."}, {"type": "data", "uri": png_data_uri(LIMIT)}]
 
     answer = host.request("POST", f"{RECORDER}/pics-4/turns", {"contents": contents})
@@ -196,7 +195,7 @@ def test_an_inline_image_over_the_message_limit_is_413(host: RunningHost) -> Non
     assert host.request("GET", f"{RECORDER}/pics-4").status == 404
 
 
-def test_a_retry_of_a_key_must_ask_for_the_same_structured_output(host: RunningHost) -> None:
+def test_a_retry_of_a_key_must_ask_for_the_same_structured_output(host: MemoryFunctionApp) -> None:
     headers = {"Idempotency-Key": "trip-key"}
     first = host.request(
         "POST", f"{PLANNER}/trip-5/turns", {"message": "Plan.", "responseFormat": TRIP}, headers=headers

@@ -1,19 +1,14 @@
 """`GET .../messages` end to end: what compaction did, readable, and excluded messages only when asked for.
 
 The agent is configured the ordinary core way (in-memory history with `skip_excluded`, a `CompactionProvider`
-summarizing with the same offline model); the host makes it durable and the local host serves it over HTTP.
+summarizing with the same offline model); the host makes it durable and the in-memory app (`front_doors`) serves it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
 import pytest
 from agent_framework import Agent, CompactionProvider, InMemoryHistoryProvider, SummarizationStrategy, tool
-from apps import build_app
-from hosting import RunningHost
+from front_doors import MemoryFunctionApp, memory_app
 
 from agent_host import HostSettings, OfflineChatClient, RetentionSettings
 
@@ -28,7 +23,7 @@ def get_weather(city: str) -> str:
     return f"The weather in {city} is mild."
 
 
-def compacting_app(retention: RetentionSettings | None = None) -> Any:
+def compacting_app(retention: RetentionSettings | None = None) -> MemoryFunctionApp:
     client = OfflineChatClient()
     history = InMemoryHistoryProvider(skip_excluded=True)
     compaction = CompactionProvider(
@@ -38,17 +33,15 @@ def compacting_app(retention: RetentionSettings | None = None) -> Any:
     agent = Agent(
         client, "Remember facts.", name="assistant", tools=[get_weather], context_providers=[history, compaction]
     )
-    return build_app(agent, settings=HostSettings(retention=retention) if retention else None)
+    return memory_app(agent, settings=HostSettings(retention=retention) if retention else None)
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[RunningHost]:
-    running = RunningHost(compacting_app, tmp_path)
-    yield running
-    running.stop()
+def host() -> MemoryFunctionApp:
+    return compacting_app()
 
 
-def converse(host: RunningHost, *texts: str) -> list[str]:
+def converse(host: MemoryFunctionApp, *texts: str) -> list[str]:
     answers = []
     for text in texts:
         reply = host.request("POST", TURNS, {"message": text})
@@ -60,7 +53,9 @@ def converse(host: RunningHost, *texts: str) -> list[str]:
 FACTS = ("My name is Grace.", "Please use get_weather for Oslo", "My city is Oslo.", "My pet is a cat.")
 
 
-def test_messages_leave_out_what_compaction_excluded_and_show_the_summary_with_its_links(host: RunningHost) -> None:
+def test_messages_leave_out_what_compaction_excluded_and_show_the_summary_with_its_links(
+    host: MemoryFunctionApp,
+) -> None:
     converse(host, *FACTS, "What is my city?")
 
     shown = host.request("GET", MESSAGES)
@@ -97,7 +92,7 @@ def test_messages_leave_out_what_compaction_excluded_and_show_the_summary_with_i
     assert len(visible) == 7 and len(stored) == 14
 
 
-def test_recall_still_works_once_the_fact_was_summarized(host: RunningHost) -> None:
+def test_recall_still_works_once_the_fact_was_summarized(host: MemoryFunctionApp) -> None:
     converse(host, *FACTS, "What is my city?")
 
     (answer,) = converse(host, "What is my name?")
@@ -107,7 +102,7 @@ def test_recall_still_works_once_the_fact_was_summarized(host: RunningHost) -> N
     assert answer == "[offline model] Your name is Grace."
 
 
-def test_messages_before_any_compaction_carry_no_compaction_fields(host: RunningHost) -> None:
+def test_messages_before_any_compaction_carry_no_compaction_fields(host: MemoryFunctionApp) -> None:
     converse(host, "My name is Grace.")
 
     (first, second) = host.request("GET", MESSAGES).json()["messages"]
@@ -116,7 +111,7 @@ def test_messages_before_any_compaction_carry_no_compaction_fields(host: Running
     assert not {"excludeReason", "summaryOf", "summarizedBy", "group"} & (first.keys() | second.keys())
 
 
-def test_include_excluded_must_be_true_or_false(host: RunningHost) -> None:
+def test_include_excluded_must_be_true_or_false(host: MemoryFunctionApp) -> None:
     converse(host, "My name is Grace.")
 
     reply = host.request("GET", f"{MESSAGES}?includeExcluded=maybe")
@@ -127,20 +122,15 @@ def test_include_excluded_must_be_true_or_false(host: RunningHost) -> None:
     assert "(got 'maybe')" in reply.json()["error"]["message"]
 
 
-def test_after_eviction_every_summary_link_names_a_stored_message_and_the_summary_still_answers(
-    tmp_path: Path,
-) -> None:
+def test_after_eviction_every_summary_link_names_a_stored_message_and_the_summary_still_answers() -> None:
     # A small budget: retention deletes under pressure while compaction keeps summarizing (architecture.md, 18).
-    running = RunningHost(lambda: compacting_app(RetentionSettings(max_state_bytes=8192)), tmp_path)
-    try:
-        filler = " ".join(["and the durable entity keeps this conversation within its budget"] * 2)
-        converse(running, "My name is Grace.", *(f"My code {chr(97 + n)} is {n}, {filler}." for n in range(20)))
-        (answer,) = converse(running, "What is my name?")
+    running = compacting_app(RetentionSettings(max_state_bytes=8192))
+    filler = " ".join(["and the durable entity keeps this conversation within its budget"] * 2)
+    converse(running, "My name is Grace.", *(f"My code {chr(97 + n)} is {n}, {filler}." for n in range(20)))
+    (answer,) = converse(running, "What is my name?")
 
-        conversation = running.request("GET", CONVERSATION).json()
-        stored = running.request("GET", f"{MESSAGES}?includeExcluded=true").json()["messages"]
-    finally:
-        running.stop()
+    conversation = running.request("GET", CONVERSATION).json()
+    stored = running.request("GET", f"{MESSAGES}?includeExcluded=true").json()["messages"]
 
     assert conversation["truncation"]["evictedMessages"] > 0
     assert "My name is Grace." not in [m["text"] for m in stored]  # deleted; a summary stands for it

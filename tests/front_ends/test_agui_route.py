@@ -1,14 +1,12 @@
 """The AG-UI front door (`POST /api/agents/{agent}/agui`) driven by Agent Framework's own AG-UI client against the
-local host: runs on one thread recall each other, events arrive in AG-UI's order, approvals round-trip through
-interrupts, and requests that cannot run are refused as JSON before any stream starts."""
+in-memory app (`front_doors`): runs on one thread recall each other, events arrive in AG-UI's order, approvals
+round-trip through interrupts, and requests that cannot run are refused as JSON before any stream starts."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from itertools import groupby
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,23 +14,16 @@ import pytest
 from ag_ui.core import Event
 from agent_framework import Agent, Message, tool
 from agent_framework_ag_ui import AGUIChatClient
-from apps import build_app, make_agent
+from approval_tools import executed, refund
+from apps import make_agent
 from chat_clients import FailingChatClient, StreamingChatClient, recall_reply
-from hosting import RunningHost
+from front_doors import BASE_URL, MemoryFunctionApp, memory_app
 from pydantic import TypeAdapter
 
 KEY = "agui-key"
 AGUI = "/api/agents/assistant/agui"
 KEYED = {"x-functions-key": KEY}
 AGUI_EVENT: TypeAdapter[Any] = TypeAdapter(Event)
-executed: list[str] = []
-
-
-@tool(approval_mode="always_require")
-def refund(order_id: str) -> str:
-    """Refund an order."""
-    executed.append(order_id)
-    return f"Refunded {order_id}."
 
 
 @tool
@@ -42,32 +33,26 @@ def lookup(order_id: str) -> str:
 
 
 @pytest.fixture
-def host(tmp_path: Path) -> Iterator[RunningHost]:
-    running = RunningHost(lambda: build_app(make_agent(StreamingChatClient(recall_reply))), tmp_path, KEY)
-    yield running
-    running.stop()
+def host() -> MemoryFunctionApp:
+    return memory_app(make_agent(StreamingChatClient(recall_reply)))
 
 
 @pytest.fixture
-def tool_host(tmp_path: Path) -> Iterator[RunningHost]:
+def tool_host() -> MemoryFunctionApp:
     executed.clear()
     agents = (make_agent(StreamingChatClient(), tools=[refund, lookup]), make_agent(FailingChatClient(), "broken"))
-    running = RunningHost(lambda: build_app(*agents), tmp_path, KEY)
-    yield running
-    running.stop()
+    return memory_app(*agents)
 
 
-def keyed_client(running: RunningHost) -> httpx.AsyncClient:
-    assert running.host is not None
-    return httpx.AsyncClient(headers={"x-functions-key": KEY}, timeout=60)
+def keyed_client(running: MemoryFunctionApp) -> httpx.AsyncClient:
+    return httpx.AsyncClient(headers={"x-functions-key": KEY}, timeout=60, transport=running.transport())
 
 
-def agui_endpoint(running: RunningHost) -> str:
-    assert running.host is not None
-    return running.host.base_url.rstrip("/") + AGUI
+def agui_endpoint(running: MemoryFunctionApp) -> str:
+    return BASE_URL + AGUI
 
 
-async def ask(running: RunningHost, thread: str, *texts: str, **options: Any) -> list[Any]:
+async def ask(running: MemoryFunctionApp, thread: str, *texts: str, **options: Any) -> list[Any]:
     """Each text as one run of `thread` through AGUIChatClient; the responses."""
     async with keyed_client(running) as http:
         client = AGUIChatClient(endpoint=agui_endpoint(running), http_client=http)
@@ -80,13 +65,13 @@ async def ask(running: RunningHost, thread: str, *texts: str, **options: Any) ->
         return responses
 
 
-def host_turn(running: RunningHost, location: str) -> Any:
+def host_turn(running: MemoryFunctionApp, location: str) -> Any:
     """The turn a run's `Location` names, read through the turns API."""
     assert "/api/agents/" in location and "/turns/" in location
     return running.request("GET", "/api" + location.split("/api", 1)[1], headers={"x-functions-key": KEY}).json()
 
 
-def raw_events(running: RunningHost, body: dict[str, Any]) -> list[dict[str, Any]]:
+def raw_events(running: MemoryFunctionApp, body: dict[str, Any]) -> list[dict[str, Any]]:
     reply = running.request("POST", AGUI, body, headers={"x-functions-key": KEY, "Accept": "text/event-stream"})
     assert reply.status == 200, reply.body
     return agui_events(reply.body)
@@ -100,7 +85,7 @@ def agui_events(body: bytes) -> list[dict[str, Any]]:
     return events
 
 
-def test_two_runs_on_one_thread_recall_each_other(host: RunningHost) -> None:
+def test_two_runs_on_one_thread_recall_each_other(host: MemoryFunctionApp) -> None:
     first, second = asyncio.run(ask(host, "thread-1", "My name is Ada.", "What is my name?"))
 
     assert first.text == "Noted: My name is Ada."
@@ -108,7 +93,7 @@ def test_two_runs_on_one_thread_recall_each_other(host: RunningHost) -> None:
     assert second.additional_properties["thread_id"] == "thread-1"
 
 
-def test_a_streamed_run_sends_agui_events_in_order(host: RunningHost) -> None:
+def test_a_streamed_run_sends_agui_events_in_order(host: MemoryFunctionApp) -> None:
     body = {"threadId": "t2", "runId": "run-a", "messages": [{"id": "u1", "role": "user", "content": "Hi there"}]}
 
     events = raw_events(host, body)
@@ -127,7 +112,7 @@ def test_a_streamed_run_sends_agui_events_in_order(host: RunningHost) -> None:
     assert events[-1] == {"type": "RUN_FINISHED", "threadId": "t2", "runId": "run-a"}
 
 
-def test_the_conversation_reads_back_both_runs_and_only_new_messages_are_input(host: RunningHost) -> None:
+def test_the_conversation_reads_back_both_runs_and_only_new_messages_are_input(host: MemoryFunctionApp) -> None:
     history = [{"id": "u1", "role": "user", "content": "My name is Ada."}]
     first = raw_events(host, {"threadId": "t3", "runId": "r1", "messages": history})
     answer_id = next(event["messageId"] for event in first if event["type"] == "TEXT_MESSAGE_START")
@@ -147,7 +132,7 @@ def test_the_conversation_reads_back_both_runs_and_only_new_messages_are_input(h
     ]
 
 
-def test_a_retried_run_id_runs_the_turn_once(host: RunningHost) -> None:
+def test_a_retried_run_id_runs_the_turn_once(host: MemoryFunctionApp) -> None:
     body = {"threadId": "t4", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "Hello"}]}
 
     first = raw_events(host, body)
@@ -158,7 +143,7 @@ def test_a_retried_run_id_runs_the_turn_once(host: RunningHost) -> None:
     assert [e["type"] for e in again] == [e["type"] for e in first]
 
 
-def test_an_approval_round_trips_through_interrupts(tool_host: RunningHost) -> None:
+def test_an_approval_round_trips_through_interrupts(tool_host: MemoryFunctionApp) -> None:
     async def both() -> tuple[Any, Any]:
         (asked,) = await ask(tool_host, "t5", 'call refund {"order_id": "A17"}')
         interrupt = asked.additional_properties["interrupts"][0]
@@ -203,14 +188,14 @@ def test_an_approval_round_trips_through_interrupts(tool_host: RunningHost) -> N
         ),
     ],
 )
-def test_a_run_that_cannot_start_is_refused_as_json(host: RunningHost, body: Any, status: int, code: str) -> None:
+def test_a_run_that_cannot_start_is_refused_as_json(host: MemoryFunctionApp, body: Any, status: int, code: str) -> None:
     reply = host.request("POST", AGUI, body, headers={"x-functions-key": KEY})
 
     assert reply.status == status
     assert reply.json()["error"]["code"] == code
 
 
-def test_an_unknown_agent_is_404(host: RunningHost) -> None:
+def test_an_unknown_agent_is_404(host: MemoryFunctionApp) -> None:
     body = {"threadId": "t7", "runId": "r1", "messages": [{"role": "user", "content": "hi"}]}
 
     reply = host.request("POST", "/api/agents/nobody/agui", body, headers={"x-functions-key": KEY})
@@ -219,7 +204,7 @@ def test_an_unknown_agent_is_404(host: RunningHost) -> None:
     assert reply.json()["error"]["code"] == "agent_not_found"
 
 
-def test_an_approval_run_ends_in_an_interrupt_and_its_resume_runs_the_tool(tool_host: RunningHost) -> None:
+def test_an_approval_run_ends_in_an_interrupt_and_its_resume_runs_the_tool(tool_host: MemoryFunctionApp) -> None:
     ask_refund = {"id": "u1", "role": "user", "content": 'call refund {"order_id": "B2"}'}
 
     asked = raw_events(tool_host, {"threadId": "t8", "runId": "r1", "messages": [ask_refund]})
@@ -251,7 +236,7 @@ def test_an_approval_run_ends_in_an_interrupt_and_its_resume_runs_the_tool(tool_
     assert executed == ["B2"]
 
 
-def test_a_cancelled_interrupt_rejects_the_tool(tool_host: RunningHost) -> None:
+def test_a_cancelled_interrupt_rejects_the_tool(tool_host: MemoryFunctionApp) -> None:
     ask_refund = {"id": "u1", "role": "user", "content": 'call refund {"order_id": "C3"}'}
     asked = raw_events(tool_host, {"threadId": "t9", "runId": "r1", "messages": [ask_refund]})
     resume = [{"interruptId": asked[-1]["outcome"]["interrupts"][0]["id"], "status": "cancelled"}]
@@ -264,7 +249,7 @@ def test_a_cancelled_interrupt_rejects_the_tool(tool_host: RunningHost) -> None:
 
 
 def test_an_agent_on_the_agui_client_sends_its_whole_history_and_only_the_new_message_is_stored(
-    host: RunningHost,
+    host: MemoryFunctionApp,
 ) -> None:
     async def two_runs() -> list[str]:
         async with keyed_client(host) as http:
@@ -287,7 +272,7 @@ def test_an_agent_on_the_agui_client_sends_its_whole_history_and_only_the_new_me
     ]
 
 
-def test_a_tool_run_sends_the_call_and_its_result(tool_host: RunningHost) -> None:
+def test_a_tool_run_sends_the_call_and_its_result(tool_host: MemoryFunctionApp) -> None:
     ask_lookup = {"id": "u1", "role": "user", "content": 'call lookup {"order_id": "D4"}'}
 
     events = raw_events(tool_host, {"threadId": "t11", "runId": "r1", "messages": [ask_lookup]})
@@ -308,7 +293,7 @@ def test_a_tool_run_sends_the_call_and_its_result(tool_host: RunningHost) -> Non
     assert events[4]["content"] == "Order D4 shipped."
 
 
-def test_a_failed_turn_ends_the_run_with_run_error(tool_host: RunningHost) -> None:
+def test_a_failed_turn_ends_the_run_with_run_error(tool_host: MemoryFunctionApp) -> None:
     body = {"threadId": "t12", "runId": "r1", "messages": [{"role": "user", "content": "hi"}]}
     reply = tool_host.request("POST", "/api/agents/broken/agui", body, headers={"x-functions-key": KEY})
 
@@ -320,7 +305,7 @@ def test_a_failed_turn_ends_the_run_with_run_error(tool_host: RunningHost) -> No
     assert turn["status"] == "failed" and turn["error"]["code"] == "turn_failed"
 
 
-def test_a_tool_message_for_the_pending_call_answers_its_approval(tool_host: RunningHost) -> None:
+def test_a_tool_message_for_the_pending_call_answers_its_approval(tool_host: MemoryFunctionApp) -> None:
     ask_refund = {"id": "u1", "role": "user", "content": 'call refund {"order_id": "E5"}'}
     asked = raw_events(tool_host, {"threadId": "t13", "runId": "r1", "messages": [ask_refund]})
     call_id = asked[-1]["outcome"]["interrupts"][0]["toolCallId"]
