@@ -19,7 +19,6 @@ import azure.functions as func
 from agent_framework import SupportsAgentRun, Workflow
 
 from ._agent_names import entity_name_for, hosted_agent_name, is_repeated_registration
-from ._approval_ttl import APPROVAL_TTL_OFF, approval_ttl_seconds_of
 from ._clock import SYSTEM_CLOCK, Clock
 from ._contract import AgentRoute
 from ._conversation.entity import ConversationEntityFunction
@@ -30,7 +29,7 @@ from ._conversation_client.client import ConversationClient
 from ._conversation_client.durable_client import DurableConversationClient
 from ._conversation_client.in_flight import TurnsInFlight
 from ._expiry.functions import ExpiryFunctions
-from ._expiry_settings import agent_ttl
+from ._hosted_agents import AgentOptions, conversation_entity, hosted_agent
 from ._http import classic_functions
 from ._http.agent_routes import CONVERSATION_ROUTE, conversation_list_route, conversation_routes, openai_routes
 from ._http.conversation_list import ConversationListRoute
@@ -54,7 +53,7 @@ from ._orchestrations.agent import OrchestrationAgent, orchestration_agent
 from ._owners import OwnerHook, owners_of
 from ._published_state import published_entity_name
 from ._retention_settings import RetentionModeName
-from ._settings import HostSettings, retention_from
+from ._settings import HostSettings
 from ._streaming.callbacks import AgentResponseCallbackProtocol
 from ._streaming.channel import TurnStreamStore
 from ._streaming.store_source import app_stream_store
@@ -263,34 +262,17 @@ class AgentFunctionApp(df.DFApp):
         known = self._entities.get(name)
         if is_repeated_registration(name, agent, known.agent if known else None, self._agent_routes):
             return
-        retention = retention_from(
-            self.settings.retention,
-            {"mode": retention_mode, "max_state_bytes": max_state_bytes},
-            names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
-            source=f"add_agent({name!r}):",
-        )
-        ttl = agent_ttl(self.settings.conversation_ttl_seconds, conversation_ttl, name)
-        approval_ttl_seconds = (
-            APPROVAL_TTL_OFF
-            if approval_ttl is None
-            else approval_ttl_seconds_of(approval_ttl, f"add_agent({name!r}): approval_ttl")
-        )
-        plan = plan_history(agent)
-        entity = ConversationEntityFunction(
+        options = AgentOptions(retention_mode, max_state_bytes, conversation_ttl, approval_ttl, checkpoints)
+        hosted = hosted_agent(
             name,
             agent,
-            plan=plan,
-            retention=retention,
-            max_turn_records=self.settings.max_turn_records,
-            turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
-            run_timeout_seconds=self.settings.run_timeout_seconds,
+            options,
+            settings=self.settings,
             clock=self.clock,
             stream_store=self._stream_store,
             callback=callback or self.default_callback,
-            turn_error_details=self.settings.turn_error_details,
-            approval_ttl_seconds=approval_ttl_seconds,
-            checkpoints=self.settings.checkpoints if checkpoints is None else checkpoints,
         )
+        entity, ttl, plan = hosted.entity, hosted.ttl_seconds, hosted.entity.plan
         http_enabled = self.enable_http_endpoints if enable_http_endpoint is None else bool(enable_http_endpoint)
         mcp_enabled = self.enable_mcp_tool_trigger if enable_mcp_tool_trigger is None else bool(enable_mcp_tool_trigger)
         tool = None
@@ -392,18 +374,12 @@ class AgentFunctionApp(df.DFApp):
     def _node_entity(self, entity_name: str, agent: SupportsAgentRun) -> ConversationEntityFunction:
         """The conversation entity of a workflow's agent node: named for the node, so sessions keep nodes apart."""
         self._expiry.set_ttl(entity_name, self.settings.conversation_ttl_seconds)
-        return ConversationEntityFunction(
+        return conversation_entity(
             entity_name,
             agent,
-            plan=plan_history(agent),
-            retention=self.settings.retention,
-            max_turn_records=self.settings.max_turn_records,
-            turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
-            run_timeout_seconds=self.settings.run_timeout_seconds,
+            settings=self.settings,
             clock=self.clock,
             stream_store=self._stream_store,
-            turn_error_details=self.settings.turn_error_details,
-            checkpoints=self.settings.checkpoints,
             # As agent-framework-azurefunctions: the app's default callback watches the nodes' turns too.
             callback=self.default_callback,
         )

@@ -88,6 +88,9 @@ class MemoryConversationClient:
     async def history_to_import(self, conversation_id: str, now_ms: int) -> dict[str, Any] | None:
         return None
 
+    async def may_hold_queued_turns(self, conversation_id: str) -> bool:
+        return False
+
     def watch_expiry(self, conversation_id: str, clock: Clock) -> SettledWatch:
         self.watched.append(conversation_id)
         return SettledWatch()

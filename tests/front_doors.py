@@ -129,6 +129,10 @@ class MemoryConversationClient(ReadBackWaits):
         """None: no published conversations are kept in memory."""
         return None
 
+    async def may_hold_queued_turns(self, conversation_id: str) -> bool:
+        """False: an operation has run when its signal returns, so nothing is ever on its way."""
+        return False
+
     def watch_expiry(self, conversation_id: str, clock: Clock) -> NoExpiryWatch:
         """A watch that does nothing: idle expiry needs the durable engine."""
         return NoExpiryWatch()

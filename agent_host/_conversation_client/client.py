@@ -59,6 +59,11 @@ class ConversationClient(Protocol):
         """The history a new conversation imports with its first turn, or None."""
         ...
 
+    async def may_hold_queued_turns(self, conversation_id: str) -> bool:
+        """Whether a conversation with nothing stored may still have a turn on its way (False only when the host
+        knows none was ever accepted), so a made-up turn id is refused at once instead of waited on."""
+        ...
+
     def watch_expiry(self, conversation_id: str, clock: Clock) -> TurnWatch:
         """Start the conversation's expiry watch alongside a turn or change."""
         ...

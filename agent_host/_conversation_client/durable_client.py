@@ -18,7 +18,7 @@ from .._conversation.state import decode_state
 from .._conversation.view import ConversationView
 from .._errors import StorageUnavailableError
 from .._expiry.recent import RECENT_WATCHES
-from .._expiry.starter import TurnExpiry
+from .._expiry.starter import TurnExpiry, may_hold_queued_turns
 from .._tracing import with_trace_context
 from .entity_state import EntityStateReader
 from .published_import import history_to_import
@@ -73,6 +73,13 @@ class DurableConversationClient(ReadBackWaits):
     async def history_to_import(self, conversation_id: str, now_ms: int) -> dict[str, Any] | None:
         """The `imported` field of a turn's `run` operation (see `published_import.py`), or None."""
         return await history_to_import(self._client, self._agent, conversation_id, now_ms)
+
+    async def may_hold_queued_turns(self, conversation_id: str) -> bool:
+        """With expiry on, whether the conversation's expiry orchestration runs (every accepted turn starts it)."""
+        agent = self._agent
+        return await may_hold_queued_turns(
+            self._client, agent.entity_name, conversation_id, agent.conversation_ttl_seconds
+        )
 
     def watch_expiry(self, conversation_id: str, clock: Clock) -> TurnExpiry:
         """Start the conversation's expiry watch alongside a turn or change; settle it with `finish`."""

@@ -100,6 +100,10 @@ class OwnedConversationClient:
         """As the inner client's: only a conversation that does not exist yet imports, and the caller will own it."""
         return await self._conversations.history_to_import(conversation_id, now_ms)
 
+    async def may_hold_queued_turns(self, conversation_id: str) -> bool:
+        """As the inner client's (nothing is stored, so there is no owner to check)."""
+        return await self._conversations.may_hold_queued_turns(conversation_id)
+
     def watch_expiry(self, conversation_id: str, clock: Clock) -> TurnWatch:
         """As the inner client's (the watch is started after the caller's operation was let through)."""
         return self._conversations.watch_expiry(conversation_id, clock)

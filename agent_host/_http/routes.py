@@ -30,7 +30,7 @@ from .._contract import (
 )
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.changes import change_retention, delete_change_id, delete_conversation
-from .._conversation_client.client import ConversationClientFactory
+from .._conversation_client.client import ConversationClient, ConversationClientFactory
 from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
@@ -44,7 +44,6 @@ from .._errors import (
     UnsupportedMediaTypeError,
     status_for_code,
 )
-from .._expiry.starter import may_hold_queued_turns
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
 from .._streaming.store_errors import StreamStoreUnavailableError
@@ -185,8 +184,9 @@ class Routes:
         """`GET .../turns/{turnId}`: a turn's result, or that it is still pending."""
         agent, conversation_id = self._target(req)
         turn_id = validate_turn_id(req.route_params.get("turnId", ""))
-        stored = await self.conversations(req, client, agent).read(conversation_id)
-        await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
+        conversations = self.conversations(req, client, agent)
+        stored = await conversations.read(conversation_id)
+        await _refuse_if_nothing_queued(conversations, conversation_id, stored, turn_id)
         state = stored or ConversationView.empty()
         location = req.url.split("?", 1)[0]
         if state.deleted_with(turn_id):
@@ -210,7 +210,7 @@ class Routes:
         request = parse_model(CancelRequest, data, max_wait_seconds=self._settings.max_wait_seconds)
         conversations = self.conversations(req, client, agent)
         stored = await conversations.read(conversation_id)
-        await self._refuse_if_nothing_queued(client, agent, conversation_id, stored, turn_id)
+        await _refuse_if_nothing_queued(conversations, conversation_id, stored, turn_id)
         location = req.url.split("?", 1)[0].rstrip("/").removesuffix("/cancel")
         state = stored or ConversationView.empty()
         answer = _cancel_answer(agent, conversation_id, state, turn_id, location)
@@ -291,26 +291,8 @@ class Routes:
         """
         reader = self._reader(req, client, agent, conversation_id, turn_id)
         state = await reader.conversations.read(conversation_id)
-        await self._refuse_if_nothing_queued(client, agent, conversation_id, state, turn_id)
+        await _refuse_if_nothing_queued(reader.conversations, conversation_id, state, turn_id)
         return reader, state
-
-    async def _refuse_if_nothing_queued(
-        self,
-        client: df.DurableOrchestrationClient,
-        agent: AgentRoute,
-        conversation_id: str,
-        state: ConversationView | None,
-        turn_id: str,
-    ) -> None:
-        """Refuse a turn id of a conversation that has nothing stored and no turn on its way, at once: without this
-        a made-up id would be waited on (polling state) for minutes.
-
-        Raises:
-            TurnNotFoundError: no turn of the conversation was ever accepted.
-        """
-        ttl = agent.conversation_ttl_seconds
-        if state is None and not await may_hold_queued_turns(client, agent.entity_name, conversation_id, ttl):
-            raise TurnNotFoundError(conversation_id, turn_id)
 
     def in_flight(self, agent: AgentRoute, conversation_id: str) -> InFlight | None:
         """The conversation's turns in flight, for a front door taking one of its turns; None without a store."""
@@ -448,3 +430,16 @@ def _turn_response(
     body = render_turn(conversation_id, turn, state.agent_name)
     status = status_for_code(turn.error["code"]) if turn.error is not None and failure_as_error else 200
     return json_response(status, body, headers={"Location": location})
+
+
+async def _refuse_if_nothing_queued(
+    conversations: ConversationClient, conversation_id: str, state: ConversationView | None, turn_id: str
+) -> None:
+    """Refuse a turn id of a conversation that has nothing stored and no turn on its way, at once: without this a
+    made-up id would be waited on (polling state) for minutes.
+
+    Raises:
+        TurnNotFoundError: no turn of the conversation was ever accepted.
+    """
+    if state is None and not await conversations.may_hold_queued_turns(conversation_id):
+        raise TurnNotFoundError(conversation_id, turn_id)

@@ -76,6 +76,10 @@ class DurableTaskConversationClient(ReadBackWaits):
         """None: a worker's conversations are never imported from agent-framework-azurefunctions' entities."""
         return None
 
+    async def may_hold_queued_turns(self, conversation_id: str) -> bool:
+        """True: nothing on durabletask records that a turn was accepted before its entity first ran."""
+        return True
+
     def watch_expiry(self, conversation_id: str, clock: Clock) -> NoExpiryWatch:
         """A watch that does nothing: on the worker the conversation's entity schedules its own idle checks, with the
         operation that created it, so a caller has nothing to start (`_expiry.py`)."""

@@ -19,12 +19,11 @@ from .._agent_names import entity_name_for, hosted_agent_name, is_repeated_regis
 from .._clock import SYSTEM_CLOCK, Clock
 from .._contract import AgentRoute
 from .._conversation.entity import ConversationEntityFunction
-from .._conversation.history_plan import plan_history
 from .._conversation.sessions import core_state_types, register_state_types
 from .._conversation.state_cache import CONVERSATION_CACHE, MB
-from .._expiry_settings import agent_ttl
+from .._hosted_agents import AgentOptions, hosted_agent
 from .._retention_settings import RetentionModeName
-from .._settings import HostSettings, retention_from
+from .._settings import HostSettings
 from .._streaming.callbacks import AgentResponseCallbackProtocol
 from .._streaming.channel import TurnStreamStore
 from .._streaming.store_source import StreamStoreSource, app_stream_store
@@ -138,6 +137,8 @@ class AgentWorker:
         max_state_bytes: int | None = None,
         state_types: Sequence[type] = (),
         conversation_ttl: datetime.timedelta | float | None = None,
+        approval_ttl: datetime.timedelta | float | None = None,
+        checkpoints: bool | None = None,
     ) -> None:
         """Register an agent's conversation entity, `conversation_<name>`, on the worker.
 
@@ -155,11 +156,17 @@ class AgentWorker:
             conversation_ttl: How long this agent's conversations may stay idle before they are deleted (a
                 `timedelta` or seconds; 0 never); None follows `AGENT_HOST_CONVERSATION_TTL`. Each conversation's
                 entity schedules its own idle check (`_expiry.py`).
+            approval_ttl: How long a tool approval this agent asks for waits for its answer (a `timedelta` or
+                seconds, at most a year); once it has passed, the conversation's next turn declines it. None or 0:
+                approvals wait until answered. A turn's `approvalTtlSeconds` overrides it.
+            checkpoints: Journal each model response and tool result of this agent's turns in the worker's turn
+                stream store, so a turn re-run after a crash repeats at most the step in flight; None follows
+                `AGENT_HOST_CHECKPOINTS` (on).
 
         Raises:
             ValueError: the name is missing, invalid, too long for the Durable Task Scheduler, or taken by another
-                agent; a state type's id is taken; a retention value or the TTL is invalid (the message names the
-                parameter).
+                agent; a state type's id is taken; a retention value, the TTL or the approval TTL is invalid (the
+                message names the parameter).
             RuntimeError: the worker is already running (durabletask takes registrations before `start` only).
         """
         register_state_types(state_types)
@@ -167,28 +174,17 @@ class AgentWorker:
         known = self._entities.get(name)
         if is_repeated_registration(name, agent, known.agent if known else None, self._entities):
             return
-        retention = retention_from(
-            self.settings.retention,
-            {"mode": retention_mode, "max_state_bytes": max_state_bytes},
-            names={"mode": "retention_mode", "max_state_bytes": "max_state_bytes"},
-            source=f"add_agent({name!r}):",
-        )
-        ttl = agent_ttl(self.settings.conversation_ttl_seconds, conversation_ttl, name)
-        plan = plan_history(agent)
-        entity = ConversationEntityFunction(
+        options = AgentOptions(retention_mode, max_state_bytes, conversation_ttl, approval_ttl, checkpoints)
+        hosted = hosted_agent(
             name,
             agent,
-            plan=plan,
-            retention=retention,
-            max_turn_records=self.settings.max_turn_records,
-            turn_record_ttl_seconds=self.settings.turn_record_ttl_seconds,
-            run_timeout_seconds=self.settings.run_timeout_seconds,
+            options,
+            settings=self.settings,
             clock=self.clock,
             stream_store=self._stream_store,
             callback=callback or self.default_callback,
-            turn_error_details=self.settings.turn_error_details,
-            checkpoints=self.settings.checkpoints,
         )
+        entity, ttl, plan = hosted.entity, hosted.ttl_seconds, hosted.entity.plan
 
         expiry = IdleExpiry(name, ttl, self.clock)
 
