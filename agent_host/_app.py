@@ -27,6 +27,7 @@ from ._conversation.sessions import core_state_types, register_state_types
 from ._conversation.state_cache import CONVERSATION_CACHE, MB
 from ._conversation_client.client import ConversationClient
 from ._conversation_client.durable_client import DurableConversationClient
+from ._conversation_client.in_flight import TurnsInFlight
 from ._expiry.functions import ExpiryFunctions
 from ._hosted_agents import AgentOptions, conversation_entity, hosted_agent
 from ._http import classic_functions
@@ -396,9 +397,11 @@ class AgentFunctionApp(df.DFApp):
         settings, clock = self.settings, self.clock
         # No 202 in MCP: by default a call waits as long as any HTTP request may.
         wait = self._poll_wait if self._poll_wait is not None else settings.max_wait_seconds
+        in_flight = TurnsInFlight(self._stream_store, settings, clock)
 
         async def mcp_tool(context: str, client: df.DurableOrchestrationClient) -> str:
-            return await run_agent_tool(context, self._conversation_client(client, agent), agent, settings, clock, wait)
+            conversations = self._conversation_client(client, agent)
+            return await run_agent_tool(context, conversations, agent, settings, clock, wait, in_flight)
 
         self._register_tool_function(tool, mcp_tool)
 

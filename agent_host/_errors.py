@@ -434,6 +434,58 @@ class StorageUnavailableError(AgentHostError):
         super().__init__(f"The durable store is unavailable ({detail}). Retry shortly; nothing was lost.")
 
 
+class CancelNotRecordedError(StorageUnavailableError):
+    """A cancel could not be written to (or read back from) the turn stream store, where the turn would see it."""
+
+    def __init__(self, conversation_id: str, turn_id: str, failure: str, *, recorded: bool) -> None:
+        """Describe one cancel that failed.
+
+        Args:
+            conversation_id: The conversation.
+            turn_id: The turn the cancel was for.
+            failure: What the store failed to do, as a clause (`StreamStoreUnavailableError.failure`).
+            recorded: Whether the cancel request itself was written (only reading it back, or the turn's state, failed).
+        """
+        turn = f"Turn '{turn_id}' of conversation '{conversation_id}'"
+        if recorded:
+            message = (
+                f"{turn} was asked to stop, but {failure}, so whether it is stopping is not known. Retry the cancel "
+                "(the first request's keep holds) or read the turn."
+            )
+        else:
+            message = (
+                f"{turn} was not asked to stop: {failure}. The turn goes on as if no cancel had been sent; retry the "
+                "cancel shortly."
+            )
+        AgentHostError.__init__(self, message)  # not the durable store's wording: this is the stream store's
+        self.fields = {"conversationId": conversation_id, "turnId": turn_id}
+
+
+class BusyRuleUnavailableError(StorageUnavailableError):
+    """A turn asking `ifBusy` other than `enqueue` could not read or record its place among the conversation's turns in
+    flight in the turn stream store, so it was not taken."""
+
+    def __init__(self, conversation_id: str, if_busy: str, failure: str, asked_to_stop: list[str]) -> None:
+        """Describe one refused turn.
+
+        Args:
+            conversation_id: The conversation.
+            if_busy: What the turn asked (`reject`, `interrupt`, `rollback`).
+            failure: What the store failed to do, as a clause (`StreamStoreUnavailableError.failure`).
+            asked_to_stop: Turns the request had already asked to stop before the store failed.
+        """
+        stopping = ""
+        if asked_to_stop:
+            stopping = f" Turn {', '.join(repr(t) for t in asked_to_stop)} had already been asked to stop, and stops."
+        message = (
+            f'The turn was not taken: "ifBusy": "{if_busy}" orders it among the turns in flight of conversation '
+            f"'{conversation_id}', and {failure}. Nothing was stored for it and the model was not called.{stopping} "
+            'Retry shortly, or send "ifBusy": "enqueue", which runs the turn without that record.'
+        )
+        AgentHostError.__init__(self, message)  # not the durable store's wording: this is the stream store's
+        self.fields = {"conversationId": conversation_id}
+
+
 class StateCapacityExceededError(AgentHostError):
     """The conversation is over its byte budget and its retention mode may not delete enough."""
 

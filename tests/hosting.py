@@ -45,6 +45,15 @@ class SendsRequests(Protocol):
         ...
 
 
+def stored_messages(
+    host: SendsRequests, agent: str, conversation_id: str, headers: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The conversation's messages as `GET .../messages` gives them (asserting it answered 200)."""
+    reply = host.request("GET", f"/api/agents/{agent}/conversations/{conversation_id}/messages", headers=headers)
+    assert reply.status == 200, reply.body
+    return list(reply.json()["messages"])
+
+
 class RunningHost:
     """Runs `LocalHost` for an app built by `app_factory`; `restart()` builds a fresh app on the same state dir."""
 

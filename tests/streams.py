@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +14,9 @@ from urllib.parse import urlsplit
 
 from agent_framework import tool
 
-from agent_host._streaming.channel import StreamEvent
+from agent_host._streaming.channel import StreamEvent, TurnStreamStore
+from agent_host._streaming.sqlite_store import SqliteStreamStore
+from agent_host._streaming.turn_controls import ACCEPTED_STREAM
 
 
 class MemoryTurnStreamStore:
@@ -70,6 +74,66 @@ class FailingTurnStreamStore(MemoryTurnStreamStore):
         if self.failing:
             raise ConnectionError("stream store unavailable")
         await super().append(stream, events)
+
+
+class HeldListReads:
+    """A real store whose first `count` reads of a conversation's list of accepted turns each wait, once they have
+    read, until `release` is set: requests that read the list then interleave exactly as the test says (all of them
+    read before any of them goes on), however the host schedules them. `all_held` is set when `count` reads wait."""
+
+    def __init__(self, inner: TurnStreamStore, count: int) -> None:
+        self.inner = inner
+        self.count = count
+        self.all_held = threading.Event()
+        self.release = threading.Event()
+        self._lock = threading.Lock()
+
+    async def read(self, stream: str, after: int = 0, limit: int = 1000) -> list[StreamEvent]:
+        events = await self.inner.read(stream, after, limit)
+        if stream.endswith(f"/{ACCEPTED_STREAM}") and self._take_a_hold():
+            await asyncio.to_thread(self.release.wait, 30)
+        return events
+
+    def _take_a_hold(self) -> bool:
+        with self._lock:
+            if self.count == 0:
+                return False
+            self.count -= 1
+            if self.count == 0:
+                self.all_held.set()
+            return True
+
+    async def append(self, stream: str, events: Sequence[StreamEvent]) -> None:
+        await self.inner.append(stream, events)
+
+    async def last_id(self, stream: str) -> int:
+        return await self.inner.last_id(stream)
+
+    async def delete(self, streams: Sequence[str]) -> None:
+        await self.inner.delete(streams)
+
+
+def fill_the_disk(store: SqliteStreamStore) -> None:
+    """Leave a new store's file no room, as a full disk does: from now on SQLite refuses every append that needs any
+    (SQLITE_FULL, "database or disk is full"), and reads go on.
+
+    The file may not grow past the pages it has (`max_page_count` is a setting of a connection, so it is made on the
+    store's own writing connection), and the one page a new store's table has is filled with rows smaller and smaller
+    until not even an empty one fits.
+    """
+    writer = store._writer  # the limit can only be set on the connection that writes
+    assert writer is not None
+    pages = writer.execute("PRAGMA page_count").fetchone()[0]
+    writer.execute(f"PRAGMA max_page_count = {pages}")
+    filler = 0
+    for size in (1000, 100, 10, 0):
+        while True:
+            try:
+                writer.execute("INSERT INTO turn_stream_events VALUES ('', ?, '', ?)", (filler, "x" * size))
+            except sqlite3.OperationalError as exc:
+                assert "full" in str(exc), exc
+                break
+            filler += 1
 
 
 @tool

@@ -19,12 +19,14 @@ from .._conversation.turn_receipts import new_turn_id, request_hash
 from .._conversation.view import ConversationView, TurnView
 from .._errors import (
     AgentHostError,
+    BusyRuleUnavailableError,
     ConversationBusyError,
     ConversationNotFoundError,
     IdempotencyConflictError,
     TurnExpiredError,
     internal_error,
 )
+from .._streaming.store_errors import StreamStoreUnavailableError
 from .client import ConversationClient
 from .in_flight import InFlight
 
@@ -104,15 +106,16 @@ TurnOutcome = Answered | Failed | Accepted | Pending | Gone
 
 
 async def take_turn(
-    conversations: ConversationClient, ask: TurnAsk, clock: Clock, in_flight: InFlight | None = None
+    conversations: ConversationClient, ask: TurnAsk, clock: Clock, in_flight: InFlight | None
 ) -> TurnOutcome:
     """Run one turn as `ask` says, once however often its key is retried.
 
-    `in_flight` sees the conversation's turns in flight, for `ask.if_busy` and for later turns' (None without a
-    turn stream store: every turn is then enqueued).
+    `in_flight` lists the turn among the conversation's turns in flight before it is signalled, for `ask.if_busy`
+    and for later turns' and cancels (None without a turn stream store: every turn is then enqueued).
 
     Raises:
         ConversationBusyError: `ifBusy` is `reject` and a turn of the conversation is in flight.
+        BusyRuleUnavailableError: `ifBusy` is not `enqueue` and the turn stream store failed; nothing was taken.
         IdempotencyConflictError: the key's turn asked something else.
         TurnExpiredError: the key's turn ran, but its receipt is no longer kept.
         ApprovalAnsweredError, UnknownApprovalError: an approval answer names no pending request.
@@ -147,18 +150,21 @@ async def take_turn(
             known.answered_approvals(),
             known.expired_approvals(clock.now_ms()),
         )
-    if in_flight is not None and busy_rule:
-        await _settle_busy(in_flight, ask, state or ConversationView.empty())
     turn_id = new_turn_id(clock.now_ms(), key)
-    operation = {"turnId": turn_id, **request}
-    imported = await conversations.history_to_import(conversation_id, clock.now_ms())
-    if imported is not None:
-        operation["imported"] = imported
-    if ask.stream:
-        operation["stream"] = True
-    await conversations.signal(conversation_id, RUN_OPERATION, operation)
-    if in_flight is not None:
-        await in_flight.accept(turn_id)
+    listed = in_flight is not None and await _take_place(in_flight, ask, state or ConversationView.empty(), turn_id)
+    try:
+        operation = {"turnId": turn_id, **request}
+        imported = await conversations.history_to_import(conversation_id, clock.now_ms())
+        if imported is not None:
+            operation["imported"] = imported
+        if ask.stream:
+            operation["stream"] = True
+        await conversations.signal(conversation_id, RUN_OPERATION, operation)
+    except BaseException:
+        if listed and in_flight is not None:
+            # The caller is told the turn was not taken (503), so it must not keep the conversation busy.
+            await in_flight.try_withdraw(turn_id)
+        raise
     expiry = conversations.watch_expiry(conversation_id, clock)
     if ask.wait_seconds is None:
         await expiry.finish()
@@ -170,21 +176,43 @@ async def take_turn(
     return _settled(conversations.agent_name, ask, settled, turn_id, digest)
 
 
-async def _settle_busy(in_flight: InFlight, ask: TurnAsk, state: ConversationView) -> None:
-    """Apply `ask.if_busy` to the conversation's turns in flight: refuse the new turn, or ask them to stop (the new
-    turn then queues behind them and runs once they stopped).
+async def _take_place(in_flight: InFlight, ask: TurnAsk, state: ConversationView, turn_id: str) -> bool:
+    """List the turn among the conversation's turns in flight before it is signalled, and apply `ask.if_busy` to the
+    turns listed ahead of it: refuse the new turn, or ask them to stop (the new turn then queues behind them and runs
+    once they stopped). Returns whether the turn was listed.
+
+    The list's order decides, not what a read saw before it: two turns that both found the conversation idle are
+    both listed, and the later one then sees the earlier ahead of it (and withdraws, if it rejects), so of turns
+    racing for an idle conversation exactly one is taken. An `enqueue` turn whose listing fails runs unlisted (logged);
+    any other mode needs the list, and a store that fails refuses the turn.
 
     Raises:
-        ConversationBusyError: `reject`, and a turn is in flight.
+        ConversationBusyError: `reject`, and a turn is in flight; nothing was stored.
+        BusyRuleUnavailableError: the store could not be read or written; the turn was not taken.
     """
-    busy = await in_flight.turns(state)
-    if not busy:
-        return
-    if ask.if_busy == "reject":
-        raise ConversationBusyError(ask.conversation_id, busy)
-    keep: CancelKeep = "partial" if ask.if_busy == "interrupt" else "nothing"
-    for turn_id in busy:
-        await in_flight.controls.request_cancel(turn_id, keep)
+    if ask.if_busy == "enqueue":
+        return await in_flight.try_accept(turn_id)
+    asked_to_stop: list[str] = []
+    try:
+        if ask.if_busy == "reject":
+            busy = await in_flight.turns(state)  # refused without writing anything, the usual busy conversation
+            if busy:
+                raise ConversationBusyError(ask.conversation_id, busy)
+        place = await in_flight.controls.accept(turn_id)
+        try:
+            busy = await in_flight.turns(state, before=place)
+            if busy and ask.if_busy == "reject":
+                raise ConversationBusyError(ask.conversation_id, busy)
+            keep: CancelKeep = "partial" if ask.if_busy == "interrupt" else "nothing"
+            for earlier in busy:
+                await in_flight.controls.request_cancel(earlier, keep)
+                asked_to_stop.append(earlier)
+        except BaseException:
+            await in_flight.try_withdraw(turn_id)
+            raise
+    except StreamStoreUnavailableError as exc:
+        raise BusyRuleUnavailableError(ask.conversation_id, ask.if_busy, exc.failure, asked_to_stop) from exc
+    return True
 
 
 def _settled(

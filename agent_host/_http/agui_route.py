@@ -20,6 +20,7 @@ from .._clock import Clock
 from .._contract import AgentRoute, WireModel, parse_model, validate_conversation_id
 from .._conversation.view import ConversationView
 from .._conversation_client.client import ConversationClient
+from .._conversation_client.in_flight import InFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import AgentHostError, InvalidRequestError, MessageTooLargeError, TurnExpiredError
 from .._settings import HostSettings
@@ -99,12 +100,14 @@ async def run_agui(
     settings: HostSettings,
     clock: Clock,
     reader: Callable[[str, str], TurnStreamReader],
+    in_flight: Callable[[str], InFlight | None],
 ) -> EventStreamResponse:
     """`POST /api/agents/{agent}/agui`: run one turn of the thread and stream it as AG-UI events.
 
     `caller_conversations()` gives the caller's conversations once the run is known to be valid;
-    `reader(conversation_id, turn_id)` follows a turn's stream. Everything that can be refused is refused before
-    the stream starts, as JSON.
+    `reader(conversation_id, turn_id)` follows a turn's stream; `in_flight(conversation_id)` lists the turn among the
+    conversation's turns in flight, so `ifBusy` and cancel on `POST .../turns` see it. Everything that can be refused
+    is refused before the stream starts, as JSON.
 
     Raises:
         InvalidRequestError: the body is not a `RunAgentInput`, the thread or run id is invalid, or it brings
@@ -137,7 +140,7 @@ async def run_agui(
         if turn.approvals:
             payload["approvals"] = turn.approvals
         ask = TurnAsk(conversation_id, payload, idempotency_key=run.run_id, stream=True)
-        match await take_turn(conversations, ask, clock):
+        match await take_turn(conversations, ask, clock, in_flight(conversation_id)):
             case Accepted(turn_id) | Pending(turn_id):
                 pass
             case Answered(settled, _) | Failed(settled, _):

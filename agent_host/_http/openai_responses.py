@@ -224,8 +224,8 @@ class _Echo:
 
 
 class OpenAIResponsesRoutes:
-    """The Responses API's handlers over the agents served over HTTP; `routes` supplies stream readers and the
-    rule for whether an unknown turn may still be queued."""
+    """The Responses API's handlers over the agents served over HTTP; `routes` supplies stream readers, the
+    conversations' turns in flight, and the rule for whether an unknown turn may still be queued."""
 
     def __init__(self, agents: Mapping[str, AgentRoute], settings: HostSettings, clock: Clock, routes: Routes) -> None:
         self._agents = agents
@@ -251,7 +251,7 @@ class OpenAIResponsesRoutes:
         conversation_id = await self._conversation_of(request, agent, conversations, key)
         wait = None if request.stream or request.background else float(self._settings.default_wait_seconds)
         ask = TurnAsk(conversation_id, payload, idempotency_key=key, stream=request.stream, wait_seconds=wait)
-        outcome = await take_turn(conversations, ask, self._clock)
+        outcome = await take_turn(conversations, ask, self._clock, self._routes.in_flight(agent, conversation_id))
         echo = _echo_of(request)
         match outcome:
             case Answered(turn, conversation) | Failed(turn, conversation):

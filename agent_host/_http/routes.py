@@ -31,10 +31,11 @@ from .._contract import (
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.changes import change_retention, delete_change_id, delete_conversation
 from .._conversation_client.client import ConversationClient, ConversationClientFactory
-from .._conversation_client.in_flight import InFlight
+from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
     AgentNotFoundError,
+    CancelNotRecordedError,
     ConversationNotFoundError,
     MessageTooLargeError,
     TurnExpiredError,
@@ -45,6 +46,7 @@ from .._errors import (
 )
 from .._settings import HostSettings
 from .._streaming.channel import TurnStreamStore
+from .._streaming.store_errors import StreamStoreUnavailableError
 from .._streaming.turn_controls import TurnControls
 from .._turn_options import contents_bytes
 from .agui_route import run_agui
@@ -65,7 +67,7 @@ from .requests import (
 )
 from .responses import json_response
 from .run_route import run_compat
-from .turn_stream import TurnStreamReader, may_be_pending, turn_reader
+from .turn_stream import TurnStreamReader, turn_reader
 
 _TURN_SHAPE = '{"message": "..."}'
 _RETENTION_SHAPE = '{"mode": "auto", "maxStateBytes": 614400}'
@@ -124,13 +126,14 @@ class Routes:
         self._clock = clock
         self._stream_store = stream_store
         self._run_wait = settings.default_wait_seconds if run_wait is None else run_wait
+        self._turns_in_flight = TurnsInFlight(stream_store, settings, clock)
 
     # -- handlers (the route table, `_app.py`, serves each on its path and method) -----------------
 
     async def run(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`POST /api/agents/{agent}/run`: the agent-framework-azurefunctions request and answer shapes."""
         agent = self._agent(req)
-        in_flight = functools.partial(self._in_flight, agent)
+        in_flight = functools.partial(self.in_flight, agent)
         conversations = functools.partial(self.conversations, req, client, agent)
         return await run_compat(req, conversations, agent, self._settings, self._clock, self._run_wait, in_flight)
 
@@ -142,7 +145,8 @@ class Routes:
             return self._reader(req, client, agent, conversation_id, turn_id)
 
         conversations = functools.partial(self.conversations, req, client, agent)
-        return await run_agui(req, conversations, agent, self._settings, self._clock, reader)
+        in_flight = functools.partial(self.in_flight, agent)
+        return await run_agui(req, conversations, agent, self._settings, self._clock, reader, in_flight)
 
     async def post_turn(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> RouteResponse:
         """`POST .../conversations/{conversationId}/turns`: run one turn (streamed with `Accept: text/event-stream`)."""
@@ -161,7 +165,7 @@ class Routes:
             wait_seconds=wait,
             if_busy=cast(IfBusy, request.if_busy),
         )
-        in_flight = self._in_flight(agent, conversation_id)
+        in_flight = self.in_flight(agent, conversation_id)
         outcome = await take_turn(self.conversations(req, client, agent), ask, self._clock, in_flight)
         match outcome:
             case Answered(turn, conversation) | Failed(turn, conversation):
@@ -192,7 +196,7 @@ class Routes:
             return _turn_response(conversation_id, state, turn, location, failure_as_error=False)
         if state.is_expired(turn_id):
             raise TurnExpiredError(conversation_id, turn_id)
-        if self._may_be_pending(turn_id, state):
+        if self._turns_in_flight.may_be_pending(turn_id, state):
             return json_response(202, render_pending(conversation_id, turn_id), headers={"Location": location})
         raise TurnNotFoundError(conversation_id, turn_id)
 
@@ -212,16 +216,13 @@ class Routes:
         answer = _cancel_answer(agent, conversation_id, state, turn_id, location)
         if answer is not None:
             return answer
-        if not self._may_be_pending(turn_id, state):
+        if not self._turns_in_flight.may_be_pending(turn_id, state):
             raise TurnNotFoundError(conversation_id, turn_id)
         keep = cast(CancelKeep, request.keep)
-        in_flight = self._in_flight(agent, conversation_id)
+        in_flight = self.in_flight(agent, conversation_id)
         running = True
         if in_flight is not None:
-            # The request first, then the running mark: the entity writes them the other way round, so a turn not
-            # yet marked running is certain to see the request before it runs.
-            keep = await in_flight.controls.request_cancel(turn_id, keep)
-            running = await in_flight.controls.is_running(turn_id)
+            keep, running = await record_cancel(in_flight.controls, conversation_id, turn_id, keep)
         # Recorded by the entity, also for a turn whose signal this one overtook (it then never runs).
         await conversations.signal(conversation_id, CANCEL_OPERATION, {"turnId": turn_id, "keep": keep})
         if not running:
@@ -293,16 +294,9 @@ class Routes:
         await _refuse_if_nothing_queued(reader.conversations, conversation_id, state, turn_id)
         return reader, state
 
-    def _in_flight(self, agent: AgentRoute, conversation_id: str) -> InFlight | None:
-        """The conversation's turns in flight, seen through the turn stream store; None when there is none."""
-        store = self._stream_store()
-        if store is None:
-            return None
-        return InFlight(TurnControls(store, agent.entity_name, conversation_id), self._may_be_pending)
-
-    def _may_be_pending(self, turn_id: str, state: ConversationView) -> bool:
-        """Whether an unknown turn id may still be queued (`turn_stream.may_be_pending`)."""
-        return may_be_pending(turn_id, state, self._settings, self._clock)
+    def in_flight(self, agent: AgentRoute, conversation_id: str) -> InFlight | None:
+        """The conversation's turns in flight, for a front door taking one of its turns; None without a store."""
+        return self._turns_in_flight.of(agent.entity_name, conversation_id)
 
     async def get_conversation(self, req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
         """`GET .../conversations/{conversationId}`: the conversation's summary."""
@@ -378,6 +372,28 @@ class Routes:
         if size > self._settings.max_message_bytes:
             raise MessageTooLargeError(size, self._settings.max_message_bytes)
         return request
+
+
+async def record_cancel(
+    controls: TurnControls, conversation_id: str, turn_id: str, keep: CancelKeep
+) -> tuple[CancelKeep, bool]:
+    """Write the cancel request where the turn reads it; returns the `keep` that holds (the first request's) and
+    whether the turn had started running.
+
+    Raises:
+        CancelNotRecordedError: the store failed, saying whether the request was written.
+    """
+    try:
+        await controls.request_cancel(turn_id, keep)
+    except StreamStoreUnavailableError as exc:
+        raise CancelNotRecordedError(conversation_id, turn_id, exc.failure, recorded=False) from exc
+    try:
+        # The request first, then the running mark: the entity writes them the other way round, so a turn not yet
+        # marked running is certain to see the request before it runs.
+        held = await controls.cancel_requested(turn_id)
+        return held or keep, await controls.is_running(turn_id)
+    except StreamStoreUnavailableError as exc:
+        raise CancelNotRecordedError(conversation_id, turn_id, exc.failure, recorded=True) from exc
 
 
 def _cancel_answer(

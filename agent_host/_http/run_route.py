@@ -209,7 +209,7 @@ async def run_compat(
     settings: HostSettings,
     clock: Clock,
     wait_seconds: float,
-    in_flight: Callable[[str], InFlight | None] = lambda _: None,
+    in_flight: Callable[[str], InFlight | None],
 ) -> func.HttpResponse:
     """Run one turn for a `/run` request and answer in that host's shape, waiting up to `wait_seconds`; the turn is
     listed among its conversation's turns in flight (`in_flight`), so `ifBusy` on `POST .../turns` sees it.

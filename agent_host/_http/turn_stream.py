@@ -20,6 +20,7 @@ from .._clock import Clock
 from .._contract import AgentRoute
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.client import ConversationClient
+from .._conversation_client.in_flight import may_be_pending
 from .._errors import AgentHostError, ConversationNotFoundError, TurnExpiredError, TurnNotFoundError
 from .._records import record_to_message
 from .._settings import HostSettings
@@ -34,7 +35,6 @@ from .._streaming.channel import (
 )
 from .._streaming.events import EventDraft, answer_events, started_event
 from .._streaming.waiting import wait_for_events
-from .._turn_ids import issued_at
 from .event_stream import KEEP_ALIVE, encode_error, encode_event
 from .rendering import render_approvals, render_turn
 
@@ -49,9 +49,6 @@ STATE_MAX_POLL_SECONDS = 0.25
 POLL_GROWTH = 1.5
 KEEP_ALIVE_SECONDS = 15.0
 READ_PAGE = 1000
-# Clocks of different instances (or one clock stepped back) disagree by this much at most, as far as deciding
-# whether an unknown turn id may still be queued goes.
-CLOCK_SKEW_TOLERANCE_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -241,21 +238,6 @@ def turn_reader(
         # A turn may wait its turn behind others and then run up to the run timeout.
         deadline_seconds=settings.max_wait_seconds + settings.run_timeout_seconds,
     )
-
-
-def may_be_pending(turn_id: str, state: ConversationView, settings: HostSettings, clock: Clock) -> bool:
-    """An unknown turn id is pending only if it was issued recently and no turn issued clearly later finished.
-
-    Operations on one entity run in order, so a finished later turn means this one never arrived; "clearly" allows
-    for clocks that disagree (another instance's, or one stepped back).
-    """
-    issued = issued_at(turn_id)
-    if issued is None:
-        return False
-    window_ms = (settings.max_wait_seconds + settings.run_timeout_seconds) * 1000 * 2
-    if clock.now_ms() - issued > window_ms:
-        return False
-    return not any((issued_at(known) or 0) > issued + CLOCK_SKEW_TOLERANCE_MS for known in state.turn_ids)
 
 
 def current_attempt(events: Sequence[StreamEvent]) -> list[StreamEvent]:

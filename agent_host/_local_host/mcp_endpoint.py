@@ -48,9 +48,12 @@ KEEPALIVE_SECONDS = 15.0
 MAX_OWED_ANSWERS = 64
 """Answers one SSE session may be owed at once, being worked on or not yet read off its stream: a client that posts
 past it without reading its stream loses the session, so answers never pile up for a stream nobody reads."""
-SSE_SEND_BUFFER_BYTES = 128 * 1024
-"""The kernel send buffer of an SSE stream's socket, fixed: left to autotuning, loopback's grows to megabytes, so how
-many answers a stream nobody reads absorbs before the owed bound applies would depend on the machine."""
+SSE_SEND_BUFFER_BYTES = 16 * 1024
+"""The kernel send buffer of an SSE stream's socket, fixed and small: left to autotuning, loopback's grows to megabytes,
+so how many answers a stream nobody reads absorbs before the owed bound applies would depend on the machine. What it
+absorbs is this buffer (which Linux doubles) and the client's unread receive buffer, whatever the pace of posts and
+answers: when answers keep up with the posts, a client that never reads is closed after those bytes and
+MAX_OWED_ANSWERS more (measured: 236 answers of 1.1 KB, 300 posts in all; at 128 KiB it was 413 and 477)."""
 REMEMBERED_CLOSED_SESSIONS = 256
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from .._clock import Clock
 from .._contract import AgentRoute, validate_conversation_id
 from .._conversation_client.client import ConversationClient
+from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.owners import for_caller
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, take_turn
 from .._errors import (
@@ -144,9 +145,11 @@ async def run_agent_tool(
     settings: HostSettings,
     clock: Clock,
     wait_seconds: float,
+    in_flight: TurnsInFlight,
 ) -> str:
     """Serve one call of an agent's tool on the agent's `conversations`, waiting up to `wait_seconds` for the answer,
-    and return the tool result (see `results.py`).
+    and return the tool result (see `results.py`). The turn is listed among its conversation's turns in flight, as
+    every front door's is, so `ifBusy` and cancel on `POST .../turns` see it.
 
     Every failure, the call's own or its turn's, is a tool error result with a code and a message; nothing raises
     to the extension, which would hide both behind a generic message.
@@ -156,7 +159,8 @@ async def run_agent_tool(
         call = parse_agent_tool_call(context, agent.name, settings.max_message_bytes)
         validate_conversation_id(call.session_id, agent)  # the backend's limit on the agent's entity ids
         session_id = call.session_id
-        return await _run_turn(call, conversations, agent, clock, wait_seconds)
+        turns_in_flight = in_flight.of(agent.entity_name, session_id)
+        return await _run_turn(call, conversations, agent, clock, wait_seconds, turns_in_flight)
     except AgentHostError as error:
         return error_result(error.to_record(), session_id=session_id)
     except Exception:
@@ -165,7 +169,12 @@ async def run_agent_tool(
 
 
 async def _run_turn(
-    call: AgentToolCall, conversations: ConversationClient, agent: AgentRoute, clock: Clock, waited: float
+    call: AgentToolCall,
+    conversations: ConversationClient,
+    agent: AgentRoute,
+    clock: Clock,
+    waited: float,
+    in_flight: InFlight | None,
 ) -> str:
     """Take the turn (unless the key already has one) and answer from its outcome.
 
@@ -181,7 +190,7 @@ async def _run_turn(
         caller_key=call.caller_key,
         wait_seconds=waited,
     )
-    match await take_turn(for_caller(conversations, agent.owners, call.headers), ask, clock):
+    match await take_turn(for_caller(conversations, agent.owners, call.headers), ask, clock, in_flight):
         case Answered(turn):
             return answer_result(
                 agent.name, call.session_id, turn.turn_id, turn.text, render_approvals(turn.approval_requests)

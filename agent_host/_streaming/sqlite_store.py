@@ -184,7 +184,10 @@ class SqliteStreamStore:
                 )
                 connection.execute("COMMIT")
             except BaseException:
-                connection.execute("ROLLBACK")
+                # SQLite has already rolled back after some failures (a full disk: SQLITE_FULL), and a second
+                # rollback would hide the cause behind "no transaction is active".
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
                 raise
             return len(fresh)
 

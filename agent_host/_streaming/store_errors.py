@@ -15,9 +15,14 @@ STREAM_STORE_SETTING = "AGENT_HOST_STREAM_STORE"
 class StreamStoreUnavailableError(StorageUnavailableError):
     """The turn stream store could not be read or written (network, service, file or permission failure).
 
+    Its message speaks for a turn's stream, whose producer lets the turn run on; a request the failure refuses (a
+    cancel, an `ifBusy` turn) says what it refused, with `failure` for the store's part.
+
     Attributes:
         store: Which store failed, e.g. ``Azure Table 'agenthostStreams'`` (never a secret).
         cause: What went wrong in a few words, e.g. ``ServiceRequestError: connection refused``.
+        failure: The whole failure as a clause, e.g. ``the turn stream store (SQLite file /x) could not append to
+            stream 'a/c1/t1': OperationalError: database or disk is full``.
     """
 
     def __init__(self, store: str, action: str, cause: BaseException | str) -> None:
@@ -30,9 +35,8 @@ class StreamStoreUnavailableError(StorageUnavailableError):
         """
         self.store = store
         self.cause = cause if isinstance(cause, str) else f"{type(cause).__name__}: {_first_line(cause)}"
-        AgentHostError.__init__(
-            self, f"The turn stream store ({store}) could not {action}: {self.cause}. The turn itself is unaffected."
-        )
+        self.failure = f"the turn stream store ({store}) could not {action}: {self.cause}"
+        AgentHostError.__init__(self, f"T{self.failure[1:]}. The turn itself is unaffected.")
 
 
 class StreamStoreNotConfiguredError(StorageUnavailableError):

@@ -30,6 +30,7 @@ from .._contract import (
 from .._conversation.replies import expired_result
 from .._conversation.view import ConversationView, TurnView
 from .._conversation_client.changes import change_retention, delete_change_id, delete_conversation
+from .._conversation_client.in_flight import InFlight, TurnsInFlight
 from .._conversation_client.turns import Accepted, Answered, Failed, Gone, Pending, TurnAsk, TurnOutcome, take_turn
 from .._errors import (
     AgentHostError,
@@ -218,7 +219,7 @@ class Conversation:
         """
         request = self._turn_request(message, contents, approvals, False, None, response_format, options)
         ask = TurnAsk(self.conversation_id, request.asked(), idempotency_key=_checked_key(idempotency_key), stream=True)
-        match await take_turn(self._conversations, ask, self._owner.clock):
+        match await take_turn(self._conversations, ask, self._owner.clock, self._in_flight()):
             case Answered(turn) | Failed(turn):  # a retry of a key: the stream of the key's turn
                 turn_id = turn.turn_id
             case Accepted(turn_id) | Pending(turn_id):
@@ -339,7 +340,13 @@ class Conversation:
     # -- through the conversation client ----------------------------------------------------------
 
     def _take_turn(self, ask: TurnAsk) -> TurnOutcome:
-        return self._owner._run(take_turn(self._conversations, ask, self._owner.clock))
+        return self._owner._run(take_turn(self._conversations, ask, self._owner.clock, self._in_flight()))
+
+    def _in_flight(self) -> InFlight | None:
+        """The conversation's turns in flight in the worker's stream store (None without one), listed as the routes
+        list theirs, so `ifBusy` and cancel over HTTP see this client's turns."""
+        turns = TurnsInFlight(self._owner.stream_store, self._settings, self._owner.clock)
+        return turns.of(self._route.entity_name, self.conversation_id)
 
     def _wait_for_turn(self, turn_id: str, timeout: float) -> ConversationView | None:
         """The state that settles the turn (recorded, expired, deleted with it), or None after `timeout` seconds."""

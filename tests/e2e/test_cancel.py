@@ -21,7 +21,10 @@ from apps import build_app, make_agent
 from chat_clients import GatedChatClient
 from faults import crash_before_entity_commit
 from hosting import RunningHost
+from metrics import counted, install_metric_reader
+from streams import HeldListReads, fill_the_disk
 
+from agent_host._streaming.journal import journal_key
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 from agent_host._streaming.turn_controls import TurnControls
 
@@ -45,16 +48,28 @@ def refund(order_id: str) -> str:
 
 
 @pytest.fixture
-def gated(tmp_path: Path) -> Iterator[tuple[RunningHost, GatedChatClient]]:
-    """The local host with a stream store, serving an agent on a gated model (open the gate to let calls answer)."""
+def gated(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[RunningHost, GatedChatClient]]:
+    """The local host with a stream store, serving an agent on a gated model (open the gate to let calls answer).
+
+    Parametrized indirectly with a number, the store holds that many reads of the list of accepted turns
+    (`running.held`, a `HeldListReads`)."""
     booked.clear()
     client = GatedChatClient()
     store = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    held_reads = getattr(request, "param", 0)
+    served = HeldListReads(store, held_reads) if held_reads else store
     running = RunningHost(
-        lambda: build_app(make_agent(client, tools=[book_flight, refund]), stream_store=store, inspector=True),
+        lambda: build_app(
+            make_agent(client, tools=[book_flight, refund]),
+            stream_store=served,
+            inspector=True,
+            enable_mcp_tool_trigger=True,
+        ),
         tmp_path / "host",
     )
+    running.held = served
     running.controls = TurnControls(store, "conversation_assistant", "c1")
+    running.store = store
     yield running, client
     client.gate.set()
     running.stop()
@@ -251,6 +266,59 @@ def test_if_busy_reject_refuses_concurrent_turns_and_stores_nothing(gated) -> No
     assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["first", "third"]
 
 
+@pytest.mark.parametrize("gated", [4], indirect=True)
+def test_of_reject_posts_racing_for_an_idle_conversation_exactly_one_is_taken(gated) -> None:
+    running, client = gated
+
+    with ThreadPoolExecutor(4) as pool:
+        posts = [
+            pool.submit(
+                running.request,
+                "POST",
+                f"{BASE}/c1/turns",
+                {"message": f"racing {n}", "ifBusy": "reject", "wait": False},
+            )
+            for n in range(4)
+        ]
+        assert running.held.all_held.wait(30)  # every post found the conversation idle before any was listed
+        running.held.release.set()
+        replies = [post.result(30) for post in posts]
+    client.gate.set()
+    running.wait_idle()
+
+    taken = [reply for reply in replies if reply.status == 202]
+    refused = [reply for reply in replies if reply.status == 409]
+    assert (len(taken), len(refused)) == (1, 3)
+    winner = taken[0].json()["turnId"]
+    assert {reply.json()["error"]["code"] for reply in refused} == {"conversation_busy"}
+    assert {reply.json()["busyWith"] for reply in refused} == {winner}
+    assert len(client.calls) == 1  # the refused turns were never signalled
+    sent = [m["text"] for m in messages(running) if m["role"] == "user"]
+    assert len(sent) == 1 and sent[0].startswith("racing ")
+    assert running.request("GET", f"{BASE}/c1/turns/{winner}").json()["text"] == f"reply 1: {sent[0]}"
+
+
+@pytest.mark.parametrize("gated", [1], indirect=True)
+def test_a_reject_post_that_found_the_conversation_idle_loses_to_a_turn_listed_before_its_own(gated) -> None:
+    running, client = gated
+
+    with ThreadPoolExecutor(1) as pool:
+        rejecting = pool.submit(
+            running.request, "POST", f"{BASE}/c1/turns", {"message": "if idle", "ifBusy": "reject", "wait": False}
+        )
+        assert running.held.all_held.wait(30)  # it read the list: nothing in flight yet
+        enqueued = running.request("POST", f"{BASE}/c1/turns", {"message": "first", "wait": False})
+        running.held.release.set()
+        refused = rejecting.result(30)
+    client.gate.set()
+    running.wait_idle()
+
+    assert enqueued.status == 202
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
+    assert refused.json()["busyWith"] == enqueued.json()["turnId"]
+    assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["first"]
+
+
 def posted_while_a_booking_turn_runs(
     running: RunningHost, client: GatedChatClient, if_busy: str
 ) -> tuple[Any, dict[str, Any]]:
@@ -400,14 +468,145 @@ def test_a_turn_cancelled_while_running_is_not_run_again_after_a_crash_before_it
     assert read["messages"] == []
 
 
-def test_a_turn_started_through_the_run_route_is_in_flight_for_if_busy(gated) -> None:
-    running, client = gated
-    running.request(
-        "POST", "/api/agents/assistant/run", {"message": "first", "session_id": "c1", "wait_for_response": False}
-    )
-    wait_for(lambda: len(client.calls) == 1)
+def call_agent_tool(running: RunningHost, arguments: dict[str, Any]) -> Any:
+    """Call the agent's MCP tool over Streamable HTTP (one JSON-RPC message, answered when the turn settles)."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "assistant", "arguments": arguments}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    return running.request("POST", "/runtime/webhooks/mcp", headers=headers, raw=json.dumps(call).encode())
 
-    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": "reject"})
-    client.gate.set()
+
+# Each front door taking a turn of conversation c1 with the message "via <door>".
+FRONT_DOORS: dict[str, Callable[[RunningHost], Any]] = {
+    "turns": lambda running: running.request("POST", f"{BASE}/c1/turns", {"message": "via turns", "wait": False}),
+    "run": lambda running: running.request(
+        "POST", "/api/agents/assistant/run", {"message": "via run", "session_id": "c1", "wait_for_response": False}
+    ),
+    "agui": lambda running: running.request(
+        "POST",
+        "/api/agents/assistant/agui",
+        {"threadId": "c1", "runId": "run-1", "messages": [{"id": "u1", "role": "user", "content": "via agui"}]},
+    ),
+    "openai": lambda running: running.request(
+        "POST",
+        "/api/openai/v1/responses",
+        {"model": "assistant", "input": "via openai", "conversation": "c1", "background": True},
+    ),
+    "mcp": lambda running: call_agent_tool(running, {"query": "via mcp", "sessionId": "c1"}),
+}
+
+
+@pytest.mark.parametrize("door", sorted(FRONT_DOORS))
+def test_a_turn_taken_through_any_front_door_is_in_flight_for_if_busy_and_cancel(gated, door: str) -> None:
+    running, client = gated
+
+    with ThreadPoolExecutor(1) as pool:
+        taking = pool.submit(FRONT_DOORS[door], running)
+        wait_for(lambda: len(client.calls) == 1)
+        refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": "reject"})
+        busy_with = str(refused.json().get("busyWith"))
+        stopping = cancel(running, busy_with, {"wait": False})
+        client.gate.set()
+        taking.result(30)
+    running.wait_idle()
+    read = running.request("GET", f"{BASE}/c1/turns/{busy_with}").json()
 
     assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
+    assert stopping.status == 202 and stopping.json()["status"] == "cancelling"
+    assert read["status"] == "cancelled" and read["cancel"] == {"keep": "partial", "ran": True}
+    assert [m["text"] for m in messages(running) if m["role"] == "user"] == [f"via {door}"]
+    assert len(client.calls) == 1  # "second" was never run
+
+
+def full_disk_failure(running: RunningHost, stream: str) -> str:
+    """What the full store says when an append to this stream of conversation c1 fails."""
+    return (
+        f"the turn stream store (SQLite file {running.store.path}) could not append to stream "
+        f"'conversation_assistant/c1/{stream}': OperationalError: database or disk is full"
+    )
+
+
+def test_on_a_full_disk_a_turn_runs_unjournaled_counted_and_commits(gated, monkeypatch) -> None:
+    running, client = gated
+    reader = install_metric_reader(monkeypatch)
+    fill_the_disk(running.store)
+    client.gate.set()
+
+    answered = running.request("POST", f"{BASE}/c1/turns", {"message": BOOK})
+    turn = answered.json()["turnId"]
+
+    assert answered.status == 200 and answered.json()["status"] == "completed"
+    assert answered.json()["text"] == "tool said Booked Oslo."
+    assert booked == ["Oslo"] and len(client.calls) == 2
+    journal = asyncio.run(running.store.read(journal_key(f"conversation_assistant/c1/{turn}")))
+    assert journal == []
+    assert counted(reader, "agent_host.checkpoints.unavailable") == {
+        (("agent", "assistant"), ("reason", "journal_write_failed")): 1
+    }
+
+
+def test_on_a_full_disk_a_cancel_answers_503_saying_the_turn_was_not_asked_to_stop(gated) -> None:
+    running, client = gated
+    fill_the_disk(running.store)
+    turn = start_turn(running, client, {"message": "first"}, calls=1)
+
+    refused = cancel(running, turn)
+    client.gate.set()
+    running.wait_idle()
+
+    assert refused.status == 503
+    assert refused.json() == {
+        "conversationId": "c1",
+        "turnId": turn,
+        "error": {
+            "code": "storage_unavailable",
+            "message": f"Turn '{turn}' of conversation 'c1' was not asked to stop: "
+            f"{full_disk_failure(running, f'{turn}.cancel')}. The turn goes on as if no cancel had been sent; "
+            "retry the cancel shortly.",
+        },
+    }
+    assert running.request("GET", f"{BASE}/c1/turns/{turn}").json()["status"] == "completed"
+
+
+@pytest.mark.parametrize("if_busy", ["reject", "interrupt", "rollback"])
+def test_on_a_full_disk_an_if_busy_turn_answers_503_and_is_not_taken(gated, if_busy: str) -> None:
+    running, client = gated
+    fill_the_disk(running.store)
+    first = start_turn(running, client, {"message": "first"}, calls=1)
+
+    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": if_busy})
+    client.gate.set()
+    running.wait_idle()
+
+    assert refused.status == 503
+    assert refused.json() == {
+        "conversationId": "c1",
+        "error": {
+            "code": "storage_unavailable",
+            "message": f'The turn was not taken: "ifBusy": "{if_busy}" orders it among the turns in flight of '
+            f"conversation 'c1', and {full_disk_failure(running, 'accepted.turns')}. Nothing was stored for it and "
+            'the model was not called. Retry shortly, or send "ifBusy": "enqueue", which runs the turn without that '
+            "record.",
+        },
+    }
+    assert len(client.calls) == 1
+    assert running.request("GET", f"{BASE}/c1/turns/{first}").json()["status"] == "completed"
+    assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["first"]
+
+
+def test_with_the_store_down_a_reject_answers_503_and_an_enqueued_turn_still_runs(gated) -> None:
+    running, client = gated
+    running.store.close()  # every read and write now fails
+    client.gate.set()
+
+    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "if idle", "ifBusy": "reject"})
+    answered = running.request("POST", f"{BASE}/c1/turns", {"message": "hello"})
+
+    assert refused.status == 503 and refused.json()["error"]["code"] == "storage_unavailable"
+    assert refused.json()["error"]["message"] == (
+        'The turn was not taken: "ifBusy": "reject" orders it among the turns in flight of conversation \'c1\', '
+        f"and the turn stream store (SQLite file {running.store.path}) could not read stream "
+        "'conversation_assistant/c1/accepted.turns': the store was closed. Nothing was stored for it and the model "
+        'was not called. Retry shortly, or send "ifBusy": "enqueue", which runs the turn without that record.'
+    )
+    assert answered.status == 200 and answered.json()["text"] == "reply 1: hello"
+    assert [m["text"] for m in messages(running) if m["role"] == "user"] == ["hello"]

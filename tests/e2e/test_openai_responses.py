@@ -13,7 +13,7 @@ import pytest
 from approval_tools import refund
 from apps import build_app, make_agent
 from chat_clients import EchoScript, FailingChatClient, ScriptedChatClient
-from hosting import RunningHost
+from hosting import RunningHost, stored_messages
 from streams import MemoryTurnStreamStore, parse_sse
 
 from agent_host import OfflineChatClient
@@ -42,10 +42,7 @@ class Host:
         self.client = openai.OpenAI(base_url=self.base_url, api_key=KEY, default_headers=HEADERS, max_retries=0)
 
     def messages(self, conversation_id: str) -> list[dict]:
-        path = f"/api/agents/assistant/conversations/{conversation_id}/messages"
-        reply = self.running.request("GET", path, headers=HEADERS)
-        assert reply.status == 200, reply.body
-        return reply.json()["messages"]
+        return stored_messages(self.running, "assistant", conversation_id, HEADERS)
 
 
 @pytest.fixture

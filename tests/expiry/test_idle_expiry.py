@@ -16,10 +16,9 @@ import pytest
 from clocks import EPOCH_MS, ManualClock
 from expiry_apps import BRIEF_TTL, CONVERSATIONS, TTL_SECONDS, ExpiryHost, expiry_app
 from faults import crash_before_episode_commit
-from opentelemetry.sdk.metrics import MeterProvider
+from metrics import counted, install_metric_reader
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-import agent_host._telemetry as telemetry_module
 from agent_host._local_host.episode import EpisodeCommit
 
 TTL_MS = TTL_SECONDS * 1000
@@ -45,24 +44,11 @@ def host(tmp_path: Path, clock: ManualClock, ttl: list[float]) -> Iterator[Expir
 
 @pytest.fixture
 def reader(monkeypatch: pytest.MonkeyPatch) -> InMemoryMetricReader:
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader])
-    monkeypatch.setattr(telemetry_module, "_telemetry", telemetry_module.TurnTelemetry(provider.get_meter("test")))
-    return reader
+    return install_metric_reader(monkeypatch)
 
 
 def expired_count(reader: InMemoryMetricReader) -> int:
-    data = reader.get_metrics_data()
-    if data is None:
-        return 0
-    return sum(
-        point.value
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == "agent_host.retention.expired_conversations"
-        for point in metric.data.data_points
-    )
+    return sum(counted(reader, "agent_host.retention.expired_conversations").values())
 
 
 def expiry_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -19,6 +19,7 @@ from approval_tools import executed, refund
 from apps import make_agent
 from chat_clients import EchoScript, FailingChatClient, ScriptedChatClient
 from front_doors import BASE_URL, memory_app
+from hosting import stored_messages
 from streams import MemoryTurnStreamStore, parse_sse
 
 from agent_host import OfflineChatClient
@@ -48,10 +49,7 @@ class Host:
         )
 
     def messages(self, conversation_id: str) -> list[dict]:
-        path = f"/api/agents/assistant/conversations/{conversation_id}/messages"
-        reply = self.running.request("GET", path, headers=HEADERS)
-        assert reply.status == 200, reply.body
-        return reply.json()["messages"]
+        return stored_messages(self.running, "assistant", conversation_id, HEADERS)
 
 
 @pytest.fixture

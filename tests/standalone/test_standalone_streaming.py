@@ -1,7 +1,7 @@
 """Streamed turns on the standalone worker: the entity writes a turn's events to the worker's stream store (SQLite,
 as locally) while the model runs, and both readers follow them live: the HTTP API (`asgi_app`, on the worker's store
 by default) as SSE with Last-Event-ID resume, and `AgentClient`'s async iterators. The same store lets the HTTP API
-cancel a running turn and refuse a turn while one is in flight (`ifBusy`)."""
+cancel a running turn and refuse a turn while one is in flight (`ifBusy`), one AgentClient took included."""
 
 from __future__ import annotations
 
@@ -219,3 +219,17 @@ def test_if_busy_reject_refuses_a_turn_while_one_is_in_flight(gated) -> None:
     assert refused.status == 409
     assert refused.json()["error"]["code"] == "conversation_busy" and refused.json()["busyWith"] == first
     assert later.status == 200 and later.json()["text"] == "reply 2: third"
+
+
+def test_a_turn_agent_client_takes_is_in_flight_for_the_http_apis_if_busy(gated, store: SqliteStreamStore) -> None:
+    running, model = gated
+    with agent_client(running.address, stream_store=store) as client:
+        sent = client.conversation("assistant", "c1").send("via the client", wait=False)
+    wait_until(lambda: len(model.calls) == 1)
+
+    refused = running.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": "reject"})
+    model.gate.set()
+    parse_sse(running.request("GET", f"{BASE}/c1/turns/{sent['turnId']}/stream").body)  # the client's turn ended
+
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
+    assert refused.json()["busyWith"] == sent["turnId"]

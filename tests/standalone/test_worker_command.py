@@ -45,6 +45,16 @@ def app_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def stop_command(process: subprocess.Popen[str]) -> tuple[int, str]:
+    """Stop the command with SIGTERM, as Kubernetes and Container Apps stop it: its exit code and all it printed."""
+    process.send_signal(signal.SIGTERM)
+    exit_code = process.wait(60)
+    assert process.stdout is not None
+    output = process.stdout.read()
+    process.stdout.close()
+    return exit_code, output
+
+
 def run_until_exit(app_dir: Path, *arguments: str, **settings: str) -> subprocess.CompletedProcess[str]:
     return run_command(app_dir, ["worker", *arguments], environment(**settings))
 
@@ -65,11 +75,7 @@ def test_the_command_serves_two_turns_with_recall_and_stops_cleanly_on_sigterm(h
         )
         refused = request_at(base_url, "GET", f"{BASE}/c1")
     finally:
-        process.send_signal(signal.SIGTERM)
-        exit_code = process.wait(60)
-    assert process.stdout is not None
-    output = process.stdout.read()
-    process.stdout.close()
+        exit_code, output = stop_command(process)
     turn_id = streamed.headers["location"].rsplit("/", 1)[1]
     store = SqliteStreamStore(streams)
     written = asyncio.run(store.read(stream_key("conversation_assistant", "c1", turn_id)))
@@ -99,11 +105,7 @@ def test_with_conversation_owners_the_command_serves_each_principal_its_own(hub:
         nobody = request_at(base_url, "GET", f"{BASE}/c1")
         admin = request_at(base_url, "GET", f"{BASE}/c1", headers={ADMIN_KEY_HEADER: ADMIN_KEY})
     finally:
-        process.send_signal(signal.SIGTERM)
-        exit_code = process.wait(60)
-    assert process.stdout is not None
-    output = process.stdout.read()
-    process.stdout.close()
+        exit_code, output = stop_command(process)
 
     assert turn.status == 200, turn.body
     assert other.status == 404 and other.json() == ConversationNotFoundError("assistant", "c1").body()

@@ -12,6 +12,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from streams import fill_the_disk
 
 from agent_host._errors import ERROR_STATUS
 from agent_host._local_host.store import DATABASE_FILE_NAME, EntityStore
@@ -132,6 +133,25 @@ def test_a_closed_store_refuses_every_call(tmp_path: Path) -> None:
         asyncio.run(store.read("a/c/t"))
     with pytest.raises(StreamStoreUnavailableError, match="the store was closed"):
         asyncio.run(store.append("a/c/t", [StreamEvent(1, MESSAGE_DELTA)]))
+
+
+def test_a_full_disk_fails_appends_with_sqlites_own_words_and_reads_go_on(tmp_path: Path) -> None:
+    store = SqliteStreamStore(tmp_path / "streams.sqlite3")
+    asyncio.run(store.append("a/c/t", [StreamEvent(1, MESSAGE_DELTA, {"text": "kept"})]))
+    fill_the_disk(store)
+
+    with pytest.raises(StreamStoreUnavailableError) as raised:
+        asyncio.run(store.append("a/c/t", [StreamEvent(2, MESSAGE_DELTA, {"text": "lost"})]))
+
+    # SQLite rolls a full disk's transaction back itself: a second rollback would have hidden the cause.
+    assert raised.value.failure == (
+        f"the turn stream store (SQLite file {store.path}) could not append to stream 'a/c/t': "
+        "OperationalError: database or disk is full"
+    )
+    assert [event.data for event in asyncio.run(store.read("a/c/t"))] == [{"text": "kept"}]
+    with pytest.raises(StreamStoreUnavailableError, match="database or disk is full"):  # not a broken connection
+        asyncio.run(store.append("a/c/u", [StreamEvent(1, MESSAGE_DELTA)]))
+    store.close()
 
 
 def file_bytes(path: Path) -> int:

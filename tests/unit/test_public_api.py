@@ -39,6 +39,8 @@ def test_public_api_is_exactly_this() -> None:
         "AgentTurnError",
         "ApprovalAnsweredError",
         "ApprovalExpiredError",
+        "BusyRuleUnavailableError",
+        "CancelNotRecordedError",
         "Clock",
         "ConversationBusyError",
         "ConversationNotFoundError",

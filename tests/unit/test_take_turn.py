@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from clocks import ManualClock
 from conversations import MemoryConversationClient, completed, failed, unanswered
+from streams import HeldListReads, MemoryTurnStreamStore
 
 from agent_host._contract import RUN_OPERATION
+from agent_host._conversation.view import ConversationView
+from agent_host._conversation_client.in_flight import InFlight
 from agent_host._conversation_client.turns import (
     Accepted,
     Answered,
@@ -20,11 +25,21 @@ from agent_host._conversation_client.turns import (
     TurnOutcome,
     take_turn,
 )
-from agent_host._errors import ConversationNotFoundError, IdempotencyConflictError, TurnExpiredError
+from agent_host._errors import (
+    BusyRuleUnavailableError,
+    ConversationBusyError,
+    ConversationNotFoundError,
+    IdempotencyConflictError,
+    TurnExpiredError,
+)
+from agent_host._streaming.channel import StreamEvent
+from agent_host._streaming.sqlite_store import SqliteStreamStore
+from agent_host._streaming.store_errors import StreamStoreUnavailableError
+from agent_host._streaming.turn_controls import TurnControls
 
 
-def take(client: MemoryConversationClient, ask: TurnAsk) -> TurnOutcome:
-    return asyncio.run(take_turn(client, ask, ManualClock()))
+def take(client: MemoryConversationClient, ask: TurnAsk, in_flight: InFlight | None = None) -> TurnOutcome:
+    return asyncio.run(take_turn(client, ask, ManualClock(), in_flight))
 
 
 def waited(message: str = "hi", **fields: Any) -> TurnAsk:
@@ -113,3 +128,62 @@ def test_a_turn_deleted_with_its_conversation_is_gone() -> None:
 
     assert isinstance(outcome, Gone)
     assert isinstance(outcome.error, ConversationNotFoundError)
+
+
+def test_a_reject_that_found_the_conversation_idle_is_refused_by_a_turn_listed_ahead_of_its_own(tmp_path: Path) -> None:
+    client = MemoryConversationClient(unanswered)
+    held = HeldListReads(SqliteStreamStore(tmp_path / "s.sqlite3"), 1)
+    in_flight = InFlight(TurnControls(held, "conversation_assistant", "c1"), lambda turn_id, state: True)
+    clock = ManualClock()
+
+    async def race() -> tuple[TurnOutcome, BaseException | TurnOutcome]:
+        rejecting = asyncio.create_task(
+            take_turn(client, TurnAsk("c1", {"message": "if idle"}, if_busy="reject"), clock, in_flight)
+        )
+        await asyncio.to_thread(held.all_held.wait, 10)  # its read found nothing in flight
+        enqueued = await take_turn(client, TurnAsk("c1", {"message": "first"}), clock, in_flight)
+        held.release.set()
+        return enqueued, (await asyncio.gather(rejecting, return_exceptions=True))[0]
+
+    enqueued, rejected = asyncio.run(race())
+
+    assert isinstance(enqueued, Accepted)
+    assert isinstance(rejected, ConversationBusyError) and rejected.fields["busyWith"] == enqueued.turn_id
+    assert [payload["message"] for _, _, payload in client.signals] == ["first"]
+    assert asyncio.run(in_flight.turns(ConversationView.empty())) == [enqueued.turn_id]  # the refused one withdrew
+
+
+class CancelsFailingFor(MemoryTurnStreamStore):
+    """A store that cannot write the cancel request of one turn (its disk filled just then)."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__()
+        self.turn_id = turn_id
+
+    async def append(self, stream: str, events: Sequence[StreamEvent]) -> None:
+        if stream.endswith(f"/{self.turn_id}.cancel"):
+            raise StreamStoreUnavailableError("memory", f"append to stream {stream!r}", "disk full")
+        await super().append(stream, events)
+
+
+def test_an_interrupt_the_store_fails_part_way_through_is_not_taken_and_names_the_turns_it_stopped() -> None:
+    client = MemoryConversationClient(unanswered)
+    store = CancelsFailingFor("t2")
+    controls = TurnControls(store, "conversation_assistant", "c1")
+    in_flight = InFlight(controls, lambda turn_id, state: True)
+    for queued in ("t1", "t2"):
+        asyncio.run(controls.accept(queued))
+
+    with pytest.raises(BusyRuleUnavailableError) as raised:
+        take(client, TurnAsk("c1", {"message": "stop them"}, if_busy="interrupt"), in_flight)
+
+    assert raised.value.message == (
+        'The turn was not taken: "ifBusy": "interrupt" orders it among the turns in flight of conversation \'c1\', '
+        "and the turn stream store (memory) could not append to stream 'conversation_assistant/c1/t2.cancel': disk "
+        "full. Nothing was stored for it and the model was not called. Turn 't1' had already been asked to stop, and "
+        'stops. Retry shortly, or send "ifBusy": "enqueue", which runs the turn without that record.'
+    )
+    assert (raised.value.code, raised.value.fields) == ("storage_unavailable", {"conversationId": "c1"})
+    assert client.signals == []
+    assert asyncio.run(controls.cancel_requested("t1")) == "partial"
+    assert asyncio.run(controls.recent_accepted()) == ["t1", "t2"]  # the refused turn withdrew

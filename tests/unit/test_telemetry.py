@@ -8,20 +8,16 @@ import pytest
 from agent_framework import tool
 from apps import build_app, driver_for, make_agent
 from chat_clients import FailingChatClient, ScriptedChatClient
-from opentelemetry.sdk.metrics import MeterProvider
+from metrics import install_metric_reader
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-import agent_host._telemetry as telemetry_module
 from agent_host import HostSettings
 from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 
 @pytest.fixture
 def reader(monkeypatch) -> InMemoryMetricReader:
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader])
-    monkeypatch.setattr(telemetry_module, "_telemetry", telemetry_module.TurnTelemetry(provider.get_meter("test")))
-    return reader
+    return install_metric_reader(monkeypatch)
 
 
 def points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
