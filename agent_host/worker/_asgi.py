@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._conversation_client.in_flight import TurnsInFlight
 from .._errors import AgentHostError, UnauthenticatedError
 from .._http.agent_routes import conversation_list_route, conversation_routes, openai_routes
 from .._http.conversation_list import ConversationListRoute
@@ -167,6 +168,7 @@ def asgi_app(
             {name: clients.for_agent(agent) for name, agent in agents.items()},
             worker.settings,
             worker.clock,
+            TurnsInFlight(streams, worker.settings, worker.clock),
         )
         routes.append(Route(MCP_PATH, _mcp_endpoint(tools, hook), methods=_ALL_METHODS))
     routes.append(Route("/{path:path}", _not_found, methods=_ALL_METHODS))

@@ -15,6 +15,7 @@ from typing import Any
 from .._clock import Clock
 from .._contract import AgentRoute
 from .._conversation_client.client import ConversationClient
+from .._conversation_client.in_flight import TurnsInFlight
 from .._mcp.agent_tool import run_agent_tool
 from .._mcp.extension_tools import ToolBinding, binding_of
 from .._mcp.protocol import McpServer
@@ -32,6 +33,7 @@ class WorkerAgentTool(ToolBinding):
         conversations: The agent's conversations.
         settings: The worker's settings (message size, how long a call waits).
         clock: The worker's clock.
+        in_flight: Where the call's turn is listed while it is in flight, as every front door's is.
     """
 
     function_name: str
@@ -39,6 +41,7 @@ class WorkerAgentTool(ToolBinding):
     conversations: ConversationClient
     settings: HostSettings
     clock: Clock
+    in_flight: TurnsInFlight
 
     async def call(self, context: dict[str, Any]) -> dict[str, Any]:
         """Take the call's turn and return its `CallToolResult`; as on Functions, a call waits up to
@@ -50,6 +53,7 @@ class WorkerAgentTool(ToolBinding):
             self.settings,
             self.clock,
             self.settings.max_wait_seconds,
+            self.in_flight,
         )
         return self.result(returned)
 
@@ -60,6 +64,7 @@ def agent_tool_server(
     conversations: Mapping[str, ConversationClient],
     settings: HostSettings,
     clock: Clock,
+    in_flight: TurnsInFlight,
 ) -> McpServer:
     """The MCP server of the worker's agent tools.
 
@@ -69,6 +74,7 @@ def agent_tool_server(
         conversations: Each agent's conversations, by name.
         settings: The worker's settings.
         clock: The worker's clock.
+        in_flight: The turns in flight of the worker's turn stream store.
     """
     return McpServer(
         [
@@ -79,6 +85,7 @@ def agent_tool_server(
                 conversations=conversations[tool.name],
                 settings=settings,
                 clock=clock,
+                in_flight=in_flight,
             )
             for tool in tools
         ]

@@ -30,6 +30,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from worker_hosting import HttpHost, RunningWorkerHost
 
 from agent_host import HostSettings
+from agent_host._streaming.sqlite_store import SqliteStreamStore
 
 T = TypeVar("T")
 Transport = Literal["streamable", "sse"]
@@ -153,8 +154,11 @@ ServeTools = Callable[..., HttpHost]
 def serve_tools(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServeTools]:
     """Serve these agents as MCP tools on one of the two hosts: the function app (`enable_mcp_tool_trigger=True`) on
     the local host, or the standalone worker's ASGI app (`AgentWorker(enable_mcp_tool_trigger=True)`) on durabletask's
-    in-memory backend, without authentication. A test that takes it runs once on each, with the same assertions."""
+    in-memory backend, without authentication. A test that takes it runs once on each, with the same assertions. Each
+    keeps its turn streams in a SQLite file, as `python -m agent_host serve` does by default, so turns in flight are
+    seen (`ifBusy`, cancel)."""
     started: list[HttpHost] = []
+    streams = {host: SqliteStreamStore(tmp_path / f"{host}-streams.sqlite3") for host in ("functions", "worker")}
 
     def start(*agents: Any, settings: HostSettings | None = None, conversation_owners: bool = False) -> HttpHost:
         host: HttpHost
@@ -163,6 +167,7 @@ def serve_tools(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serv
                 build_app,
                 *agents,
                 settings=settings,
+                stream_store=streams["functions"],
                 enable_mcp_tool_trigger=True,
                 conversation_owners=conversation_owners,
             )
@@ -171,6 +176,7 @@ def serve_tools(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serv
             host = RunningWorkerHost(
                 lambda: list(agents),
                 settings=settings,
+                stream_store=streams["worker"],
                 enable_mcp_tool_trigger=True,
                 conversation_owners=conversation_owners,
             )
@@ -180,3 +186,5 @@ def serve_tools(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serv
     yield start
     for host in started:
         host.stop()
+    for store in streams.values():
+        store.close()

@@ -6,10 +6,14 @@ tool calls run on the in-memory app (tests/front_ends/test_mcp_agent_tool_calls.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from agent_framework import Message
 from apps import make_agent
+from chat_clients import ScriptedChatClient, default_reply
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
@@ -91,3 +95,31 @@ def test_an_unknown_tool_is_the_extensions_protocol_error(serve_tools: ServeTool
         call_tool(running, "nobody", {"query": "hello"})
 
     assert (raised.value.code, raised.value.message) == (-32602, "Unknown tool: 'nobody'")
+
+
+def test_the_turn_an_mcp_call_runs_is_in_flight_for_the_http_apis_if_busy(serve_tools: ServeTools) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def held(messages: list[Message], options: Any) -> Message:
+        started.set()
+        release.wait(30)
+        return default_reply(messages, 1)
+
+    running = serve_tools(make_agent(ScriptedChatClient(held)))
+    with ThreadPoolExecutor(1) as pool:
+        call = pool.submit(call_tool, running, "assistant", {"query": "hello", "sessionId": "c1"})
+        try:
+            assert started.wait(30)
+            busy = running.request(
+                "POST", f"{CONVERSATIONS.format(agent='assistant')}/c1/turns", {"message": "again", "ifBusy": "reject"}
+            )
+        finally:
+            release.set()
+        result = call.result(60)
+
+    assert busy.status == 409
+    assert busy.json()["error"]["code"] == "conversation_busy"
+    assert result.structured_content is not None
+    assert busy.json()["busyWith"] == result.structured_content["turnId"]
+    assert texts(result)[0] == "reply 1: hello"
+    assert [text for _, text in transcript(running, "c1")] == ["hello", "reply 1: hello"]
