@@ -461,11 +461,16 @@ class CancelNotRecordedError(StorageUnavailableError):
         self.fields = {"conversationId": conversation_id, "turnId": turn_id}
 
 
+_BUSY_RULE_RETRY = 'Retry shortly, or send "ifBusy": "enqueue", which runs the turn without that record.'
+
+
 class BusyRuleUnavailableError(StorageUnavailableError):
     """A turn asking `ifBusy` other than `enqueue` could not read or record its place among the conversation's turns in
     flight in the turn stream store, so it was not taken."""
 
-    def __init__(self, conversation_id: str, if_busy: str, failure: str, asked_to_stop: list[str]) -> None:
+    def __init__(
+        self, conversation_id: str, if_busy: str, failure: str, asked_to_stop: list[str], *, remedy: str | None = None
+    ) -> None:
         """Describe one refused turn.
 
         Args:
@@ -473,6 +478,7 @@ class BusyRuleUnavailableError(StorageUnavailableError):
             if_busy: What the turn asked (`reject`, `interrupt`, `rollback`).
             failure: What the store failed to do, as a clause (`StreamStoreUnavailableError.failure`).
             asked_to_stop: Turns the request had already asked to stop before the store failed.
+            remedy: What the caller can do; by default, retry or enqueue.
         """
         stopping = ""
         if asked_to_stop:
@@ -480,7 +486,7 @@ class BusyRuleUnavailableError(StorageUnavailableError):
         message = (
             f'The turn was not taken: "ifBusy": "{if_busy}" orders it among the turns in flight of conversation '
             f"'{conversation_id}', and {failure}. Nothing was stored for it and the model was not called.{stopping} "
-            'Retry shortly, or send "ifBusy": "enqueue", which runs the turn without that record.'
+            f"{remedy or _BUSY_RULE_RETRY}"
         )
         AgentHostError.__init__(self, message)  # not the durable store's wording: this is the stream store's
         self.fields = {"conversationId": conversation_id}

@@ -48,6 +48,7 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
     (`AgentFunctionApp(conversation_owners=...)`, `asgi_app(conversation_owners=...)`)."""
     started: list[HttpHost] = []
     worker_streams = SqliteStreamStore(tmp_path / "worker-streams.sqlite3")
+    functions_streams = SqliteStreamStore(tmp_path / "functions-streams.sqlite3")
     task_hubs: list[TaskHub] = []
 
     def start(
@@ -63,7 +64,13 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
         host: HttpHost
         if request.param == "functions":
             host = RunningHost(
-                lambda: build_app(*agents(), settings=settings, conversation_owners=conversation_owners), tmp_path
+                lambda: build_app(
+                    *agents(),
+                    settings=settings,
+                    conversation_owners=conversation_owners,
+                    stream_store=functions_streams,
+                ),
+                tmp_path,
             )
         else:
             if not task_hubs:
@@ -84,3 +91,4 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
     for hub in task_hubs:
         hub.backend.stop()
     worker_streams.close()
+    functions_streams.close()

@@ -33,6 +33,13 @@ from .in_flight import InFlight
 APPROVALS_FIELD = "approvals"
 
 
+_NO_STORE = "this app has no turn stream store to keep that order in"
+_NO_STORE_REMEDY = (
+    'Give the app one (AGENT_HOST_STREAM_STORE, docs/streaming-stores.md), or send "ifBusy": "enqueue", which runs '
+    "the turn after the turns in flight."
+)
+
+
 @dataclass(frozen=True)
 class TurnAsk:
     """What a front end asks of one turn.
@@ -111,11 +118,12 @@ async def take_turn(
     """Run one turn as `ask` says, once however often its key is retried.
 
     `in_flight` lists the turn among the conversation's turns in flight before it is signalled, for `ask.if_busy`
-    and for later turns' and cancels (None without a turn stream store: every turn is then enqueued).
+    and for later turns' and cancels (None without a turn stream store: only `enqueue` turns are then taken).
 
     Raises:
         ConversationBusyError: `ifBusy` is `reject` and a turn of the conversation is in flight.
-        BusyRuleUnavailableError: `ifBusy` is not `enqueue` and the turn stream store failed; nothing was taken.
+        BusyRuleUnavailableError: `ifBusy` is not `enqueue` and the turn stream store failed or there is none;
+            nothing was taken.
         IdempotencyConflictError: the key's turn asked something else.
         TurnExpiredError: the key's turn ran, but its receipt is no longer kept.
         ApprovalAnsweredError, UnknownApprovalError: an approval answer names no pending request.
@@ -126,6 +134,9 @@ async def take_turn(
     request = dict(ask.request)
     digest = request_hash(request) if key is not None else None
     approvals = request.get(APPROVALS_FIELD)
+    if in_flight is None and ask.if_busy != "enqueue":
+        # Without a store nothing orders the turns in flight: refusing is honest, enqueueing would ignore the ask.
+        raise BusyRuleUnavailableError(conversation_id, ask.if_busy, _NO_STORE, [], remedy=_NO_STORE_REMEDY)
     busy_rule = in_flight is not None and ask.if_busy != "enqueue"
     reads_first = (key is not None and ask.caller_key) or bool(approvals) or busy_rule
     state = await conversations.read(conversation_id) if reads_first else None

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from apps import make_agent
-from chat_clients import FailingChatClient, ScriptedChatClient
+from chat_clients import FailingChatClient, GatedChatClient, ScriptedChatClient
 from hosting import Reply
 from worker_hosting import HttpHost, Serve
 
@@ -196,3 +196,23 @@ def test_a_failed_turn_reads_back_as_a_failed_body_with_200(serve: Serve) -> Non
     assert polled.status == 200
     assert polled.json()["status"] == "failed"
     assert polled.json()["error"]["code"] == "turn_failed"
+
+
+def test_if_busy_reject_refuses_a_turn_while_another_runs_and_stores_nothing(serve: Serve) -> None:
+    model = GatedChatClient()
+    host = serve(lambda: make_agent(model))
+    try:
+        running = host.request("POST", f"{BASE}/c1/turns", {"message": "first", "wait": False})
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while not model.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        refused = host.request("POST", f"{BASE}/c1/turns", {"message": "second", "ifBusy": "reject"})
+    finally:
+        model.gate.set()
+    first = settled(host, urlsplit(running.headers["location"]).path)
+    messages = host.request("GET", f"{BASE}/c1/messages").json()["messages"]
+
+    assert (refused.status, refused.json()["error"]["code"]) == (409, "conversation_busy")
+    assert running.json()["turnId"] in refused.json()["error"]["message"]
+    assert first.status == 200 and first.json()["status"] == "completed"
+    assert [message["text"] for message in messages if message["role"] == "user"] == ["first"]

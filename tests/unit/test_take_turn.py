@@ -187,3 +187,29 @@ def test_an_interrupt_the_store_fails_part_way_through_is_not_taken_and_names_th
     assert client.signals == []
     assert asyncio.run(controls.cancel_requested("t1")) == "partial"
     assert asyncio.run(controls.recent_accepted()) == ["t1", "t2"]  # the refused turn withdrew
+
+
+@pytest.mark.parametrize("if_busy", ["reject", "interrupt", "rollback"])
+def test_an_if_busy_rule_without_a_turn_stream_store_is_refused_not_enqueued(if_busy: str) -> None:
+    client = MemoryConversationClient(completed("Hello, Ada."))
+
+    with pytest.raises(BusyRuleUnavailableError) as refused:
+        take(client, waited(if_busy=if_busy), in_flight=None)
+
+    assert refused.value.code == "storage_unavailable" and refused.value.status == 503
+    assert str(refused.value) == (
+        f'The turn was not taken: "ifBusy": "{if_busy}" orders it among the turns in flight of conversation \'c1\', '
+        "and this app has no turn stream store to keep that order in. Nothing was stored for it and the model was not "
+        'called. Give the app one (AGENT_HOST_STREAM_STORE, docs/streaming-stores.md), or send "ifBusy": "enqueue", '
+        "which runs the turn after the turns in flight."
+    )
+    assert refused.value.fields == {"conversationId": "c1"}
+    assert client.signals == []
+
+
+def test_an_enqueued_turn_without_a_turn_stream_store_runs() -> None:
+    client = MemoryConversationClient(completed("Hello, Ada."))
+
+    outcome = take(client, waited(if_busy="enqueue"), in_flight=None)
+
+    assert isinstance(outcome, Answered) and outcome.turn.text == "Hello, Ada."
