@@ -42,7 +42,7 @@ from agent_host._conversation_client.waits import ReadBackWaits
 from agent_host._http.event_stream import content_type
 from agent_host._local_host.direct_invoker import DirectInvoker
 from agent_host._local_host.mcp_tools import discover_mcp_tools
-from agent_host._mcp.protocol import Caller, McpServer
+from agent_host._mcp_extension.protocol import Caller, McpServer
 from agent_host._owners import FUNCTION_KEY_HEADER
 from agent_host.worker._conversation_client import NoExpiryWatch
 
@@ -243,7 +243,7 @@ class MemoryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
 class MemoryMcpSession:
     """An MCP client session's requests answered by the app's tool functions as the Functions MCP extension answers
-    them: the local host's stand-in for the extension (`_mcp/protocol.py`), called directly, without its
+    them: the local host's stand-in for the extension (`_mcp_extension/protocol.py`), called directly, without its
     HTTP endpoint or any host. Its methods answer as `mcp.ClientSession`'s do.
 
     Args:

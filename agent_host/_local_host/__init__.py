@@ -28,7 +28,7 @@ import azure.functions as func
 
 from .._clock import SYSTEM_CLOCK
 from .._deps.durable_private import close_shared_session
-from .._mcp.protocol import McpServer
+from .._mcp_extension.protocol import McpServer
 from .activities import ActivityClients
 from .browser_guard import ALLOWED_HOSTS_SETTING, BrowserGuard, allowed_hosts_from_settings
 from .durable_api import DurableWebhookApi

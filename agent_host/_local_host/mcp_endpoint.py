@@ -1,7 +1,7 @@
 """The MCP endpoint the Functions MCP extension serves, over its two transports, at ``/runtime/webhooks/mcp``.
 
-Streamable HTTP (``POST /runtime/webhooks/mcp``) is ``_mcp/streamable_http.py``'s, which the standalone worker serves
-too. Legacy SSE (``GET .../mcp/sse``, then ``POST .../mcp/message?azmcpcs=...``): the event
+Streamable HTTP (``POST /runtime/webhooks/mcp``) is ``_mcp_extension/streamable_http.py``'s, which the standalone
+worker serves too. Legacy SSE (``GET .../mcp/sse``, then ``POST .../mcp/message?azmcpcs=...``): the event
 stream first names the message endpoint (relative, as the extension does by default), then carries every answer.
 Keys are checked by the server before a request gets here. Knows HTTP and the transports, not what tools do.
 """
@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from .._mcp.protocol import Caller, McpProtocolError, McpServer, parse_message
-from .._mcp.streamable_http import (
+from .._mcp_extension.protocol import Caller, McpProtocolError, McpServer, parse_message
+from .._mcp_extension.streamable_http import (
     NO_CACHE,
     SSE_MEDIA_TYPE,
     McpReply,
@@ -117,7 +117,7 @@ class McpEndpoint:
         await asyncio.gather(*self._answering, return_exceptions=True)
 
     async def _streamable(self, request: web.BaseRequest) -> web.StreamResponse:
-        """Streamable HTTP, as the worker serves it too (`_mcp/streamable_http.py`)."""
+        """Streamable HTTP, as the worker serves it too (`_mcp_extension/streamable_http.py`)."""
         reply = await streamable_reply(
             self.server, request.method, request.path, request.headers, lambda: read_body(request)
         )

@@ -2,7 +2,7 @@
 
 Reads only what ``app.get_functions()`` reports. What a call hands the function (the invocation context JSON) follows
 the Functions MCP extension's ``McpToolTriggerBinding``; how its return value becomes a ``CallToolResult`` is
-``_mcp/extension_tools.py``'s, shared with the standalone worker. Knows nothing about HTTP, JSON-RPC or the app.
+``_mcp_extension/tool_binding.py``'s, shared with the standalone worker. Knows nothing about HTTP, JSON-RPC or the app.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import azure.functions as func
 
-from .._mcp.extension_tools import ToolBinding
+from .._mcp_extension.tool_binding import ToolBinding
 from .functions import DEFAULT_TASK_HUB
 
 if TYPE_CHECKING:

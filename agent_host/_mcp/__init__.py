@@ -5,10 +5,9 @@ arguments; `agent_tool.py` serves a call of an agent's tool as one ordinary conv
 call of a workflow's tool as a start, read or answer of a run (`workflow_input.py` derives its `input` property);
 `results.py` and `workflow_results.py` shape what the tool functions return.
 
-Serving them, for any host: `protocol.py` answers the JSON-RPC messages as the extension's server does,
-`extension_tools.py` lists a tool from its binding and reads a tool function's result as the extension does, and
-`streamable_http.py` is the extension's Streamable HTTP transport. The local host (`_local_host/mcp_endpoint.py`, with
-the legacy SSE transport) and the standalone worker (`worker/_mcp.py`, `worker/_asgi.py`) serve tools through them.
+Serving them is `agent_host._mcp_extension`'s (the extension's JSON-RPC server, its Streamable HTTP transport and
+a tool's binding), for the local host (`_local_host/mcp_endpoint.py`, with the legacy SSE transport) and the
+standalone worker (`worker/_mcp.py`, `worker/_asgi.py`) alike.
 """
 
 from .agent_tool import run_agent_tool

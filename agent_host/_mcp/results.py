@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-CALL_TOOL_RESULT_TYPE = "call_tool_result"
+from .._mcp_extension.tool_binding import CALL_TOOL_RESULT_TYPE
 
 
 def tool_result(texts: list[str], structured: dict[str, Any], *, is_error: bool) -> str:

@@ -215,3 +215,14 @@ def require_result_schema_support(version: str | None = None) -> None:
             "loads the azure-functions it bundles ahead of the app's unless PYTHON_ISOLATE_WORKER_DEPENDENCIES=1 (the "
             "template's local.settings.json sets it)."
         )
+
+
+def binding_of(tool: McpTool) -> dict[str, Any]:
+    """The `ToolBinding` fields of a declared tool, as its `mcpToolTrigger` binding carries them to the extension."""
+    declared = tool.trigger_arguments()
+    return {
+        "tool_name": declared["tool_name"],
+        "description": declared["description"],
+        "properties": json.loads(declared["tool_properties"]),
+        "use_result_schema": declared["use_result_schema"],
+    }

@@ -98,7 +98,7 @@ def error_message(request_id: Any, error: McpProtocolError) -> dict[str, Any]:
 
 
 class ServedTool(Protocol):
-    """A tool the server lists and calls (``extension_tools.ToolBinding`` gives the listing and reads results)."""
+    """A tool the server lists and calls (``tool_binding.ToolBinding`` gives the listing and reads results)."""
 
     @property
     def tool_name(self) -> str:

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._http.requests import is_json_type
 from .protocol import Caller, McpProtocolError, McpServer, error_message, parse_message
 
 MCP_PATH = "/runtime/webhooks/mcp"
@@ -90,7 +89,7 @@ def declares_json(headers: Mapping[str, str], body: bytes) -> bool:
     not matter (aiohttp's client declares one `application/octet-stream`).
     """
     media = headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-    return not body or not media or is_json_type(media)
+    return not body or not media or _is_json(media)
 
 
 def joined_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -130,3 +129,8 @@ def _accepts_json_and_events(accept: str) -> bool:
         return media in types or f"{media.split('/')[0]}/*" in types or "*/*" in types
 
     return takes("application/json") and takes(SSE_MEDIA_TYPE)
+
+
+def _is_json(media: str) -> bool:
+    """Whether a media type is JSON (`application/json` or a `+json` type), as the extension accepts."""
+    return media == "application/json" or media.endswith("+json")

@@ -11,9 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .results import CALL_TOOL_RESULT_TYPE
-from .tools import McpTool
-
+# The envelope a function returns under `useResultSchema`: `type` says how to read `content`.
+CALL_TOOL_RESULT_TYPE = "call_tool_result"
 MULTI_CONTENT_RESULT = "multi_content_result"
 
 
@@ -67,17 +66,6 @@ class ToolBinding:
         if not self.use_result_schema:
             return {"content": [{"type": "text", "text": returned}]}
         return _enveloped_result(returned)
-
-
-def binding_of(tool: McpTool) -> dict[str, Any]:
-    """The `ToolBinding` fields of a declared tool, as its `mcpToolTrigger` binding carries them to the extension."""
-    declared = tool.trigger_arguments()
-    return {
-        "tool_name": declared["tool_name"],
-        "description": declared["description"],
-        "properties": json.loads(declared["tool_properties"]),
-        "use_result_schema": declared["use_result_schema"],
-    }
 
 
 def _enveloped_result(returned: str) -> dict[str, Any]:

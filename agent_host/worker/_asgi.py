@@ -3,7 +3,8 @@ handlers, over a durabletask client; and their MCP tools at the Functions MCP ex
 
 Each request becomes the `azure.functions.HttpRequest` the handlers read, as an HTTP stream function's does
 (`_http/fastapi_functions.py`), and their answer goes back as a Starlette response (an event stream sent event by
-event). MCP requests go to the Streamable HTTP transport the local host serves too (`_mcp/streamable_http.py`).
+event). MCP requests go to the Streamable HTTP transport the local host serves too
+(`_mcp_extension/streamable_http.py`).
 There is no function key: an auth hook decides, before any handler runs; with `conversation_owners`, the admin key
 has a header of its own. Knows ASGI, the route table and the auth hook, not what any route does.
 """
@@ -34,8 +35,8 @@ from .._http.openai_responses import OpenAIResponsesRoutes
 from .._http.responses import json_response, render_error
 from .._http.route_table import HttpRoute
 from .._http.routes import HealthRoute, Routes
-from .._mcp.protocol import McpServer
-from .._mcp.streamable_http import MCP_PATH, streamable_reply
+from .._mcp_extension.protocol import McpServer
+from .._mcp_extension.streamable_http import MCP_PATH, streamable_reply
 from .._owners import OwnerHook, owners_of
 from .._streaming.channel import TurnStreamStore
 from ._conversation_client import TaskHubConversations

@@ -17,9 +17,9 @@ from .._contract import AgentRoute
 from .._conversation_client.client import ConversationClient
 from .._conversation_client.in_flight import TurnsInFlight
 from .._mcp.agent_tool import run_agent_tool
-from .._mcp.extension_tools import ToolBinding, binding_of
-from .._mcp.protocol import McpServer
-from .._mcp.tools import McpTool
+from .._mcp.tools import McpTool, binding_of
+from .._mcp_extension.protocol import McpServer
+from .._mcp_extension.tool_binding import ToolBinding
 from .._settings import HostSettings
 
 

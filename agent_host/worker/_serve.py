@@ -21,7 +21,7 @@ from agent_framework import SupportsAgentRun
 from durabletask.client import TaskHubGrpcClient
 from durabletask.worker import TaskHubGrpcWorker
 
-from .._mcp.streamable_http import MCP_PATH
+from .._mcp_extension.streamable_http import MCP_PATH
 from .._settings import describe_chat_client
 from ._asgi import AuthHook, asgi_app
 from ._worker import AgentWorker, worker_options
