@@ -45,7 +45,7 @@ def killed_and_restarted(host: ServedProcess, body: dict[str, Any], struck: Any,
     wait_for(lambda: host.request("GET", turn)[0] != 202, "the turn finish after the restart", timeout=60)
     status, record = host.request("GET", turn)
     assert status == 200, record
-    return record  # type: ignore[no-any-return]
+    return record
 
 
 def booking_host(tmp_path: Path) -> tuple[ServedProcess, Path, Path]:
