@@ -73,11 +73,13 @@ class CountingStore:
 
     def __init__(self, inner: TurnStreamStore) -> None:
         self.inner = inner
-        self.journal_appends: Counter[str] = Counter()  # by the kind of entry written
+        self.journal_writes = 0  # appends to a journal
+        self.journal_appends: Counter[str] = Counter()  # the entries they wrote, by kind
         self.journal_deletes = 0
 
     async def append(self, stream: str, events: Sequence[StreamEvent]) -> None:
         if stream.endswith(JOURNAL_SUFFIX):
+            self.journal_writes += 1
             self.journal_appends.update(event.event for event in events)
         await self.inner.append(stream, events)
 
@@ -144,7 +146,7 @@ def measure_writes(tools: int) -> Writes:
         CONVERSATION_CACHE.clear()
         first = entity_batch(ENTITY, "c", None, [("run", {"turnId": "t1", "message": f"steps {tools}"})])
         output = function(first)
-        appends = counting.journal_appends.copy()
+        appends, writes = counting.journal_appends.copy(), counting.journal_writes
         state = json.loads(output)["entityState"]
         function(entity_batch(ENTITY, "c", state, [("run", {"turnId": "t2", "message": "steps 0"})]))
         store.close()
@@ -152,7 +154,7 @@ def measure_writes(tools: int) -> Writes:
     return Writes(
         tools=tools,
         model_calls=model_calls,
-        appends=appends.total(),
+        appends=writes,
         deletes_next_operation=counting.journal_deletes,
         per_model_call=round(appends[MODEL_RESPONSE] / model_calls, 2),
         per_tool_call=round((appends[TOOL_STARTED] + appends[TOOL_RESULT]) / tools, 2) if tools else 0.0,

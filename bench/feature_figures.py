@@ -134,7 +134,7 @@ def _checkpoint_cost(figures: dict[str, Any]) -> list[str]:
     lines = [
         "Journal writes of one turn (an instant model calling a tool once per model call, then answering):",
         "",
-        "| tool calls | model calls | journal writes | a model call | a tool call (start, result) | next operation |",
+        "| tool calls | model calls | journal writes | a model call | a tool call | next operation |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [

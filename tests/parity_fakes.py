@@ -16,6 +16,8 @@ from agent_framework import BaseChatClient, ChatResponse, Content, Message, tool
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 
+from agent_host import safe_to_repeat
+
 SUMMARY_PREFIX = "Summary:"
 TOOL_RESULTS_PREFIX = "[Tool results: "
 
@@ -153,12 +155,16 @@ class ServiceStoringChatClient(RecordingChatClient):
         return ChatResponse(messages=[reply], conversation_id=conversation_id)
 
 
+# Canned and without side effects: safe to run again in a turn re-run after a crash (the checkpoint parity suite
+# cuts turns right after the response that asked for them).
+@safe_to_repeat
 @tool
 def get_weather(city: str) -> str:
     """Get the weather for a city (canned, deterministic)."""
     return f"{city}: sunny, {10 + len(city)} C"
 
 
+@safe_to_repeat
 @tool
 def get_time(city: str) -> str:
     """Get the local time in a city (canned, deterministic)."""

@@ -1,6 +1,6 @@
 """`python -m bench.checkpoint_cost --quick` still measures everything (timings reported, never asserted on); the
-structural claim it checks is the journal's write count: one write per model call, two per tool call (its start and
-its result), and one delete by the conversation's next operation."""
+structural claim it checks is the journal's write count: one write per model call, one per tool result, and one
+delete by the conversation's next operation."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_the_checkpoint_benchmark_reports_writes_and_milliseconds_a_step(tmp_pat
 
     figures = json.loads(output.read_text())
     for row in figures["writes"]:
-        assert row["appends"] == row["model_calls"] + 2 * row["tools"]
-        assert row["per_model_call"] == 1 and row["per_tool_call"] == 2 and row["deletes_next_operation"] == 1
+        assert row["appends"] == row["model_calls"] + row["tools"]
+        assert row["per_model_call"] == 1 and row["per_tool_call"] == 1 and row["deletes_next_operation"] == 1
     assert [row["store"] for row in figures["steps"]] == ["sqlite", "sqlite"]
     assert all(row["on_ms"] > 0 and row["replay_ms"] > 0 for row in figures["steps"])

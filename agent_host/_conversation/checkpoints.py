@@ -41,7 +41,7 @@ logger = logging.getLogger("agent_host.checkpoints")
 SAFE_TO_REPEAT_KEY = "safe_to_repeat"
 """The tool's `additional_properties` flag saying that running it twice does no harm (set by `safe_to_repeat`)."""
 MAY_HAVE_RUN_REASON = (
-    "The tool may already have run: the host stopped after it started and before its result was saved. "
+    "The tool may already have run: the host stopped after the model asked for it and before its result was saved. "
     "Approve to run it again, or decline if it did run."
 )
 """The `reason` of the approval request a re-run turn asks for a tool it cannot tell has run."""
@@ -52,11 +52,12 @@ _CONTROL_FLOW = (MiddlewareException, UserInputRequiredException)
 
 
 def safe_to_repeat(tool: ToolT) -> ToolT:
-    """Mark a tool as safe to run again when a turn is re-run after a crash while the tool was running.
+    """Mark a tool as safe to run again when a turn is re-run after a crash while the tool may have been running.
 
-    A checkpointed turn replays the tools it journaled as finished. A tool that started but whose result was not
-    saved may have run: the re-run asks the caller (an approval request saying so) unless the tool is marked safe
-    to repeat, when it simply runs again. Use it for tools without side effects, or idempotent ones::
+    A checkpointed turn replays the tools it journaled as finished. A tool call whose result was not saved may have
+    run (a journaled model response asked for it, or its start was journaled): the re-run asks the caller (an
+    approval request saying so) unless the tool is marked safe to repeat, when it simply runs again. Use it for
+    tools without side effects, or idempotent ones::
 
         @safe_to_repeat
         @tool
@@ -114,6 +115,8 @@ class TurnCheckpoints:
         self.journal = journal
         self.agent_name = agent_name
         self._calls = 0
+        # The model calls answered from a journal an earlier run wrote: the tool calls they asked for may have run.
+        self._replayed: set[int] = set()
         self._broken = False
 
     def install(self, agent: SupportsAgentRun) -> None:
@@ -182,6 +185,7 @@ class TurnCheckpoints:
         entries = await self._entries()
         entry = entries.responses.get(number) if entries is not None else None
         if entry is not None:
+            self._replayed.add(number)
             self._count_replayed("model")
         return entry
 
@@ -202,10 +206,10 @@ class TurnCheckpoints:
             context.result = [Content.from_dict(item) for item in result["contents"]]
             return
         repeatable = (context.function.additional_properties or {}).get(SAFE_TO_REPEAT_KEY)
-        if key in entries.started and not repeatable:
+        if self._may_have_run(entries, key) and not repeatable:
             logger.warning(
-                "Tool %r (call %s) of a re-run turn of %s started before the crash and saved no result; asking the "
-                "caller whether to run it again.",
+                "Tool %r (call %s) of a re-run turn of %s may have run before the crash and saved no result; asking "
+                "the caller whether to run it again.",
                 context.function.name,
                 call_id,
                 self.agent_name,
@@ -213,7 +217,10 @@ class TurnCheckpoints:
             context.result = _may_have_run_request(context, call_id)
             return
         step = {"callId": call_id, "afterCall": self._calls}
-        await self._write(TOOL_STARTED, {**step, "tool": context.function.name})
+        if self._calls not in entries.responses:
+            # No journaled response asked for this call (the turn's input approved it): its start is the only
+            # evidence a re-run would have that it may have run.
+            await self._write(TOOL_STARTED, {**step, "tool": context.function.name})
         try:
             await call_next()
         except _CONTROL_FLOW:
@@ -224,6 +231,12 @@ class TurnCheckpoints:
         contents = FunctionTool.parse_result(context.result)
         await self._write(TOOL_RESULT, {**step, "contents": [item.to_dict() for item in contents]})
         context.result = contents
+
+    def _may_have_run(self, entries: JournalEntries, key: str) -> bool:
+        """Whether the tool call `key`, whose result the journal does not hold, may have run before this run: the
+        model response that asked for it was journaled by an earlier run (the tools it asked for are started
+        right after it is journaled), or its start was (an approved call; every call, for older writers)."""
+        return self._calls in self._replayed or key in entries.started
 
     async def _entries(self) -> JournalEntries | None:
         """The journal's entries by kind, or None once the journal failed (the turn then runs unjournaled)."""

@@ -1,5 +1,5 @@
-"""A turn's journal: the steps a running turn completed (model responses, tool starts and results), kept in the
-turn stream store so a re-run of the turn can replay them instead of repeating them.
+"""A turn's journal: the steps a running turn completed (model responses and tool results), kept in the turn stream
+store so a re-run of the turn can replay them instead of repeating them.
 
 A journal is one more stream of the store, beside the turn's own stream and under the same settings (SQLite, Azure
 Tables, Redis): its entries are events with ids from 1, appended one per step, read back whole, and deleted like
@@ -16,6 +16,8 @@ from .channel import StreamEvent, TurnStreamStore
 
 MODEL_RESPONSE = "model.response"
 TOOL_STARTED = "tool.started"
+"""A tool call's start: written only for a call no journaled model response asked for (one the turn's input
+approved); writers before the response became the evidence wrote one for every tool call, and they are still read."""
 TOOL_RESULT = "tool.result"
 JOURNAL_SUFFIX = "/journal"
 """A journal's key is its turn's stream key and this suffix: no turn id holds a '/', so no stream key ends so."""
@@ -38,7 +40,7 @@ class JournalEntries:
 
     Attributes:
         responses: Each journaled model response's data, by the model call's number within the turn (from 1).
-        started: The keys (`tool_key`) of the tool calls whose start was journaled.
+        started: The keys (`tool_key`) of the tool calls whose start was journaled (`TOOL_STARTED`).
         results: Each journaled tool result's data, by its call's key.
         last_id: The id of the journal's last entry (0 when empty).
     """

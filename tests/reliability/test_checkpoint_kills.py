@@ -33,11 +33,35 @@ def wait_for(condition: Any, what: str, timeout: float = 30) -> None:
         time.sleep(0.005)
 
 
-@pytest.mark.parametrize("kill_in", ["first_model_call", "tool", "second_model_call"])
-def test_a_turn_killed_in_a_step_repeats_at_most_that_step_after_a_restart(kill_in: str, tmp_path: Path) -> None:
+def killed_and_restarted(host: ServedProcess, body: dict[str, Any], struck: Any, what: str) -> dict[str, Any]:
+    """Post the turn `body` (not waiting), kill the host once `struck()` holds, restart it, and return the turn's
+    record once it has finished."""
+    status, accepted = host.request("POST", TURNS, {**body, "wait": False})
+    assert status == 202, accepted
+    wait_for(struck, what)
+    host.kill()
+    host.start()
+    turn = f"{TURNS}/{accepted['turnId']}"
+    wait_for(lambda: host.request("GET", turn)[0] != 202, "the turn finish after the restart", timeout=60)
+    status, record = host.request("GET", turn)
+    assert status == 200, record
+    return record
+
+
+def booking_host(tmp_path: Path) -> tuple[ServedProcess, Path, Path]:
+    """The served booking app, its steps slow; with its model log and its bookings log."""
     model_log, bookings = tmp_path / "model.jsonl", tmp_path / "bookings.jsonl"
     env = {MODEL_LOG_VARIABLE: str(model_log), BOOKINGS_VARIABLE: str(bookings), STEP_SECONDS_VARIABLE: "1"}
-    host = ServedProcess(tmp_path, serve_command("booking_app:app"), env, app_dir=HERE, request_timeout=10)
+    return (
+        ServedProcess(tmp_path, serve_command("booking_app:app"), env, app_dir=HERE, request_timeout=10),
+        model_log,
+        bookings,
+    )
+
+
+@pytest.mark.parametrize("kill_in", ["first_model_call", "tool", "second_model_call"])
+def test_a_turn_killed_in_a_step_repeats_at_most_that_step_after_a_restart(kill_in: str, tmp_path: Path) -> None:
+    host, model_log, bookings = booking_host(tmp_path)
     struck = {
         "first_model_call": lambda: len(lines(model_log)) == 1,
         "tool": lambda: len(lines(bookings)) == 1,
@@ -45,19 +69,11 @@ def test_a_turn_killed_in_a_step_repeats_at_most_that_step_after_a_restart(kill_
     }[kill_in]
     try:
         host.start()
-        status, body = host.request("POST", TURNS, {"message": "book me to Oslo", "wait": False})
-        assert status == 202, body
-        wait_for(struck, f"the {kill_in} start")
-        host.kill()
-        host.start()
-        turn = f"{TURNS}/{body['turnId']}"
-        wait_for(lambda: host.request("GET", turn)[0] != 202, "the turn finish after the restart", timeout=60)
-        status, record = host.request("GET", turn)
+        record = killed_and_restarted(host, {"message": "book me to Oslo"}, struck, f"the {kill_in} start")
     finally:
         host.stop()
 
     calls = [line["call"] for line in lines(model_log)]
-    assert status == 200, record
     assert len(lines(bookings)) == 1  # never booked twice
     if kill_in == "first_model_call":
         assert calls == [1, 1, 2]  # the call in flight, again; nothing journaled before it
@@ -69,3 +85,23 @@ def test_a_turn_killed_in_a_step_repeats_at_most_that_step_after_a_restart(kill_
     else:
         assert calls == [1, 2, 2]  # the first call and the booking replayed; the call in flight made again
         assert record["text"] == "done: booked Oslo"
+
+
+def test_an_approved_tool_killed_while_it_runs_is_asked_about_again_after_a_restart(tmp_path: Path) -> None:
+    # An approved call runs before its turn's first model call: its start, not a journaled response, is the record.
+    host, model_log, bookings = booking_host(tmp_path)
+    try:
+        host.start()
+        asked = killed_and_restarted(
+            host, {"message": "book me to Oslo"}, lambda: len(lines(bookings)) == 1, "the booking start"
+        )
+        (request,) = asked["approvalRequests"]
+        approve = {"approvals": [{"id": request["id"], "approved": True}]}
+        record = killed_and_restarted(host, approve, lambda: len(lines(bookings)) == 2, "the approved booking start")
+    finally:
+        host.stop()
+
+    assert len(lines(bookings)) == 2  # the first attempt's booking and the approved one, never a third
+    assert [line["call"] for line in lines(model_log)] == [1]
+    (again,) = record["approvalRequests"]
+    assert again["toolName"] == "book_flight" and again["reason"] == MAY_HAVE_RUN_REASON

@@ -78,7 +78,7 @@ def test_an_approval_past_the_agents_approval_ttl_is_declined_by_the_next_turn(
     assert after["pendingApprovals"] == []
 
 
-@pytest.mark.parametrize(("checkpoints", "journaled"), [(None, ["model.response", "tool.started"]), (False, [])])
+@pytest.mark.parametrize(("checkpoints", "journaled"), [(None, ["model.response"]), (False, [])])
 def test_checkpoints_decide_whether_a_running_turn_is_journaled(
     hub: str, store: SqliteStreamStore, checkpoints: bool | None, journaled: list[str]
 ) -> None:
