@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from apps import build_app, make_agent
 from chat_clients import FailingChatClient, ScriptedChatClient
-from front_doors import MemoryFunctionApp, MemoryMcpSession, call_mcp_tool, memory_app, with_mcp_session
+from front_doors import MemoryFunctionApp, call_mcp_tool, memory_app, with_mcp_session
 from mcp.shared.exceptions import MCPError
 from tool_results import AGENT_SCHEMA, CONVERSATIONS, texts, transcript
 
@@ -56,33 +56,6 @@ def test_add_agent_decides_per_agent_over_the_apps_setting() -> None:
 
     assert [tool.name for tool in app.mcp_tools.tools] == ["default_on"]
     assert [tool.name for tool in off_app.mcp_tools.tools] == ["opted_in"]
-
-
-def test_two_calls_with_one_session_id_recall_the_first_and_show_in_the_http_api(serve: Serve) -> None:
-    running = serve(make_agent(OfflineChatClient()), enable_mcp_tool_trigger=True)
-
-    async def two_calls(session: MemoryMcpSession) -> list[Any]:
-        first = await session.call_tool("assistant", {"query": "My name is Ada.", "sessionId": "mcp-c1"})
-        second = await session.call_tool("assistant", {"query": "What is my name?", "sessionId": "mcp-c1"})
-        return [first, second]
-
-    first, second = with_mcp_session(running, two_calls)
-
-    assert texts(second)[0] == "[offline model] Your name is Ada."
-    assert second.is_error is False
-    assert second.structured_content["sessionId"] == "mcp-c1"
-    assert second.structured_content["response"] == "[offline model] Your name is Ada."
-    assert 'sessionId "mcp-c1"' in texts(second)[1]
-    assert transcript(running, "mcp-c1") == [
-        ("user", "My name is Ada."),
-        ("assistant", texts(first)[0]),
-        ("user", "What is my name?"),
-        ("assistant", "[offline model] Your name is Ada."),
-    ]
-    turn = running.request(
-        "GET", f"{CONVERSATIONS.format(agent='assistant')}/mcp-c1/turns/{second.structured_content['turnId']}"
-    )
-    assert (turn.status, turn.json()["text"]) == (200, "[offline model] Your name is Ada.")
 
 
 def test_a_call_without_a_session_id_starts_a_conversation_and_says_how_to_continue_it(serve: Serve) -> None:
