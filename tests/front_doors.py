@@ -30,7 +30,7 @@ import httpx
 import mcp.types as types
 from azure.functions.decorators.http import HttpTrigger
 from batches import EntityDriver
-from hosting import Reply
+from hosting import Reply, encoded_request
 from mcp.shared.exceptions import MCPError
 
 from agent_host import AgentFunctionApp, HostSettings
@@ -172,12 +172,8 @@ class MemoryFunctionApp(AgentFunctionApp):
         raw: bytes | None = None,
     ) -> Reply:
         """One request, as `hosting.RunningHost.request` sends it: `body` as JSON, or `raw` bytes as they are."""
-        sent_headers = dict(headers or {})
-        data = raw or b""
-        if body is not None:
-            data = json.dumps(body).encode()
-            sent_headers.setdefault("Content-Type", "application/json")
-        return asyncio.run(self.serve(method, path, sent_headers, data))
+        data, sent_headers = encoded_request(body, headers, raw)
+        return asyncio.run(self.serve(method, path, sent_headers, data or b""))
 
     async def serve(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """Call the HTTP function whose route template matches `path` with the request the host would build.

@@ -144,16 +144,23 @@ def request_at(
     """One HTTP request to the server at `base_url`: `body` sent as JSON, or `raw` bytes as they are."""
     url = urlsplit(base_url)
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
-    sent_headers = dict(headers or {})
-    data: bytes | None = raw
-    if body is not None:
-        data = json.dumps(body).encode()
-        sent_headers.setdefault("Content-Type", "application/json")
+    data, sent_headers = encoded_request(body, headers, raw)
     connection.request(method, path, body=data, headers=sent_headers)
     response = connection.getresponse()
     reply = Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
     connection.close()
     return reply
+
+
+def encoded_request(
+    body: Any, headers: dict[str, str] | None, raw: bytes | None
+) -> tuple[bytes | None, dict[str, str]]:
+    """A test request's bytes and headers: `body` as JSON (with its content type unless one is given), or `raw`."""
+    sent_headers = dict(headers or {})
+    if body is None:
+        return raw, sent_headers
+    sent_headers.setdefault("Content-Type", "application/json")
+    return json.dumps(body).encode(), sent_headers
 
 
 def free_port() -> int:
